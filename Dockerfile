@@ -1,0 +1,13 @@
+# The broker in a container: data on a volume, Kafka's port published.
+FROM python:3.11-slim
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY protocol ./protocol
+COPY storage ./storage
+COPY broker ./broker
+COPY pipeline ./pipeline
+RUN pip install --no-cache-dir .
+VOLUME /data
+EXPOSE 9092
+# Bind every interface inside the container, but advertise the address clients on the host use.
+CMD ["python", "-m", "broker", "serve", "--host", "0.0.0.0", "--port", "9092", "--advertised-host", "localhost", "--data-dir", "/data"]

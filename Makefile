@@ -1,0 +1,59 @@
+# The README names two set-up commands: `make run` and `make test`.  Everything else here is
+# what those two need, plus benchmarks and the pipeline job.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+HOST   ?= 127.0.0.1
+PORT   ?= 9092
+DATA   ?= ./data
+
+# Stamps make re-runs cheap: pip runs again only when pyproject.toml changes.
+RUN_STAMP  := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
+
+.PHONY: run test install test-deps system-deps unit integration bench pipeline clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(PY)
+	$(PIP) install --quiet -e .
+	touch $@
+
+$(TEST_STAMP): pyproject.toml | $(PY)
+	$(PIP) install --quiet -e '.[test,spark]'
+	touch $@ $(RUN_STAMP)
+
+install: $(RUN_STAMP)
+
+run: $(RUN_STAMP)
+	$(PY) -m broker serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
+
+# kcat and a JDK (for the Java client test) come from Debian's packages; the Java client jars
+# from a PyPI wheel.  The script installs only what is missing.
+system-deps:
+	bash tests/tools/system-deps.sh
+
+test-deps: $(TEST_STAMP) system-deps
+
+test: test-deps
+	$(PY) -m pytest
+
+unit: $(TEST_STAMP)
+	$(PY) -m pytest tests/unit
+
+integration: test-deps
+	$(PY) -m pytest tests/integration
+
+bench: $(TEST_STAMP)
+	$(PY) bench/codec.py
+	$(PY) bench/storage.py --size-mb 256
+
+pipeline: $(TEST_STAMP)
+	$(VENV)/bin/minikafka-pipeline --bootstrap $(HOST):$(PORT) --input events --output totals --checkpoint ./data/pipeline-checkpoint
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
