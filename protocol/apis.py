@@ -1,0 +1,140 @@
+"""Which APIs and versions we serve, and the registry ApiVersions is computed from.
+
+``SERVE`` is the "Serve" column of shared/PROTOCOL.md: the versions the codec must decode and
+encode.  It includes APIs whose handlers are written later (admin, transactions, "(later)"
+rows) so that the codec and its tests cover them now.  APIs marked "don't advertise" or
+"internal" there (WriteTxnMarkers 27, ConsumerGroupHeartbeat 68, ConsumerGroupDescribe 69,
+GetTelemetrySubscriptions 71) are absent on purpose.
+
+Produce is listed as 0-11: Kafka 4.x advertises v0-2 (librdkafka < 2.11.1 turns compression off
+without them, KAFKA-18659) but answers them with UNSUPPORTED_VERSION; the codec can decode
+them (the spec's fields still cover v0-2) so the broker can send that answer.
+
+What ApiVersions advertises is *not* this table: it is whatever handlers registered in an
+``ApiRegistry``, so a version is never advertised without a handler behind it.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Callable
+
+__all__ = ["SERVE", "ApiRegistry", "api_versions_error_response", "API_VERSIONS"]
+
+API_VERSIONS = 18
+
+SERVE: dict[int, tuple[int, int]] = {
+    0: (0, 11),  # Produce (advertise 0-11, answer 0-2 with UNSUPPORTED_VERSION)
+    1: (4, 12),  # Fetch
+    2: (1, 7),  # ListOffsets
+    3: (0, 12),  # Metadata
+    8: (2, 9),  # OffsetCommit
+    9: (1, 9),  # OffsetFetch
+    10: (0, 4),  # FindCoordinator
+    11: (0, 9),  # JoinGroup
+    12: (0, 4),  # Heartbeat
+    13: (0, 5),  # LeaveGroup
+    14: (0, 5),  # SyncGroup
+    15: (0, 5),  # DescribeGroups
+    16: (0, 5),  # ListGroups
+    17: (0, 1),  # SaslHandshake
+    18: (0, 4),  # ApiVersions
+    19: (2, 7),  # CreateTopics
+    20: (1, 6),  # DeleteTopics
+    21: (0, 2),  # DeleteRecords
+    22: (0, 5),  # InitProducerId
+    23: (2, 4),  # OffsetForLeaderEpoch
+    24: (0, 3),  # AddPartitionsToTxn
+    25: (0, 4),  # AddOffsetsToTxn
+    26: (0, 4),  # EndTxn
+    28: (0, 4),  # TxnOffsetCommit
+    32: (1, 4),  # DescribeConfigs
+    33: (0, 2),  # AlterConfigs
+    35: (1, 4),  # DescribeLogDirs (later)
+    36: (0, 2),  # SaslAuthenticate
+    37: (0, 3),  # CreatePartitions
+    42: (0, 2),  # DeleteGroups
+    44: (0, 1),  # IncrementalAlterConfigs
+    47: (0, 0),  # OffsetDelete
+    60: (0, 1),  # DescribeCluster
+    61: (0, 0),  # DescribeProducers (later)
+    65: (0, 0),  # DescribeTransactions (later)
+    66: (0, 1),  # ListTransactions (later)
+}
+
+Handler = Callable[..., Any]
+
+
+class ApiRegistry:
+    """Handlers by API key; the ApiVersions response is computed from the registrations.
+
+    Modelled on franz-go kfake's ``regKey`` and Tansu's ``FrameRouteService``: a version range is
+    advertised exactly when a handler registered it, and only inside ``SERVE`` (the codec cannot
+    decode anything else)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[int, int, Handler]] = {}
+
+    def register(self, api_key: int, min_version: int, max_version: int, handler: Handler) -> None:
+        served = SERVE.get(api_key)
+        if served is None:
+            raise ValueError(f"api {api_key} is not in SERVE; the codec cannot decode it")
+        if not served[0] <= min_version <= max_version <= served[1]:
+            raise ValueError(
+                f"api {api_key} range {min_version}-{max_version} is outside the served {served[0]}-{served[1]}"
+            )
+        if api_key in self._entries:
+            raise ValueError(f"api {api_key} is already registered")
+        self._entries[api_key] = (min_version, max_version, handler)
+
+    def lookup(self, api_key: int, version: int) -> Handler | None:
+        """The handler for (api_key, version), or None when that version is not registered."""
+        entry = self._entries.get(api_key)
+        if entry is None or not entry[0] <= version <= entry[1]:
+            return None
+        return entry[2]
+
+    def version_range(self, api_key: int) -> tuple[int, int] | None:
+        entry = self._entries.get(api_key)
+        return None if entry is None else (entry[0], entry[1])
+
+    def __contains__(self, api_key: int) -> bool:
+        return api_key in self._entries
+
+    def api_versions_body(self, error_code: int = 0) -> dict:
+        """The ApiVersions response body, ascending by key.  No features are advertised: Java
+        4.x would switch to transactions V2 if ``transaction.version`` >= 2 were finalized."""
+        return {
+            "error_code": error_code,
+            "api_keys": [
+                {"api_key": key, "min_version": lo, "max_version": hi}
+                for key, (lo, hi, _) in sorted(self._entries.items())
+            ],
+            "throttle_time_ms": 0,
+        }
+
+    def api_versions_error_response(self, correlation_id: int) -> list:
+        """The answer to an ApiVersions request at a version we do not serve (see below)."""
+        lo, hi = self.version_range(API_VERSIONS) or SERVE[API_VERSIONS]
+        return api_versions_error_response(correlation_id, lo, hi)
+
+
+_V0_ERROR = struct.Struct(">iihihhh")
+
+
+def api_versions_error_response(correlation_id: int, min_version: int, max_version: int) -> list:
+    """UNSUPPORTED_VERSION (35) on response header v0 with a v0 body listing only ApiVersions'
+    own range, as Kafka does: a client that sent a too-new version can read a v0 body whatever
+    it speaks, and retries with the highest version in that range."""
+    from .errors import ErrorCode
+
+    body = _V0_ERROR.pack(
+        _V0_ERROR.size - 4,
+        correlation_id,
+        int(ErrorCode.UNSUPPORTED_VERSION),
+        1,
+        API_VERSIONS,
+        min_version,
+        max_version,
+    )
+    return [body]

@@ -1,0 +1,196 @@
+"""Kafka's JSON message specs, read from the installed kafka-python wheel.
+
+The wheel ships Apache Kafka's ``clients/src/main/resources/common/message/*.json`` as package
+data (``kafka.protocol.schemas.resources``).  We read them with importlib.resources instead of
+copying them, so the spec text stays Apache Kafka's and the version range of kafka-python pinned
+in pyproject.toml decides which Kafka release we speak.
+
+The files are JSON with ``//`` line comments.  This module turns one into a tree of ``Field``
+objects with parsed version ranges; ``protocol.codec`` compiles those into functions.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+import re
+from dataclasses import dataclass, field as dc_field
+
+SPEC_PACKAGE = "kafka.protocol.schemas.resources"
+
+# A version range: (low, high) inclusive; high is None for "N+".  EMPTY never matches.
+Range = tuple[int, int | None]
+EMPTY: Range = (1, 0)
+
+_INT_TYPES = {"int8", "int16", "uint16", "int32", "int64"}
+PRIMITIVES = _INT_TYPES | {"bool", "float64", "string", "bytes", "records", "uuid"}
+
+
+def parse_range(text: str | None) -> Range:
+    """Kafka's version-range syntax: "3+", "0-12", "5", "none"."""
+    if text is None or text == "none" or text == "":
+        return EMPTY
+    text = text.strip()
+    if text.endswith("+"):
+        return (int(text[:-1]), None)
+    if "-" in text:
+        lo, hi = text.split("-", 1)
+        return (int(lo), int(hi))
+    return (int(text), int(text))
+
+
+def in_range(r: Range, version: int) -> bool:
+    lo, hi = r
+    return version >= lo and (hi is None or version <= hi)
+
+
+def snake(name: str) -> str:
+    """Spec field name to dict key, the rule kafka-python uses: ProducerId -> producer_id."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+@dataclass
+class Field:
+    name: str  # the spec's CamelCase name
+    key: str  # snake_case dict key
+    type: str  # primitive name, struct name, or "[]" + element type
+    versions: Range
+    nullable: Range
+    tagged: Range
+    tag: int | None
+    default: object  # the raw "default" string from the spec, or None when absent
+    flexible: Range | None  # a per-field override (RequestHeader ClientId: "none")
+    fields: list["Field"] = dc_field(default_factory=list)  # struct members (struct or []struct)
+
+    @property
+    def is_array(self) -> bool:
+        return self.type.startswith("[]")
+
+    @property
+    def elem(self) -> str:
+        return self.type[2:] if self.is_array else self.type
+
+    @property
+    def is_struct(self) -> bool:
+        return self.elem not in PRIMITIVES
+
+
+@dataclass
+class MessageSpec:
+    name: str
+    api_key: int | None
+    kind: str  # "request", "response", "header", "data"
+    valid: Range
+    flexible: Range
+    fields: list[Field]
+
+
+def strip_comments(text: str) -> str:
+    """Drop ``//`` comments that are outside JSON strings."""
+    out = []
+    i = 0
+    n = len(text)
+    in_str = False
+    while i < n:
+        c = text[i]
+        if in_str:
+            out.append(c)
+            if c == "\\":
+                if i + 1 < n:
+                    out.append(text[i + 1])
+                i += 2
+                continue
+            if c == '"':
+                in_str = False
+            i += 1
+        elif c == '"':
+            in_str = True
+            out.append(c)
+            i += 1
+        elif c == "/" and i + 1 < n and text[i + 1] == "/":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _parse_fields(raw: list[dict], common: dict[str, list[dict]]) -> list[Field]:
+    result = []
+    for f in raw:
+        ftype = f["type"]
+        elem = ftype[2:] if ftype.startswith("[]") else ftype
+        sub_raw = f.get("fields")
+        if sub_raw is None and elem not in PRIMITIVES:
+            sub_raw = common.get(elem)
+            if sub_raw is None:
+                raise ValueError(f"struct type {elem} has no fields")
+        result.append(
+            Field(
+                name=f["name"],
+                key=snake(f["name"]),
+                type=ftype,
+                versions=parse_range(f.get("versions")),
+                nullable=parse_range(f.get("nullableVersions")),
+                tagged=parse_range(f.get("taggedVersions")),
+                tag=f.get("tag"),
+                default=f.get("default"),
+                flexible=parse_range(f["flexibleVersions"]) if "flexibleVersions" in f else None,
+                fields=_parse_fields(sub_raw, common) if sub_raw is not None else [],
+            )
+        )
+    return result
+
+
+def _resources():
+    return importlib.resources.files(SPEC_PACKAGE)
+
+
+@functools.lru_cache(maxsize=None)
+def load(name: str) -> MessageSpec:
+    """Load one spec by its file name without ``.json`` (e.g. "FetchRequest")."""
+    text = (_resources() / f"{name}.json").read_text(encoding="utf-8")
+    data = json.loads(strip_comments(text))
+    common = {s["name"]: s["fields"] for s in data.get("commonStructs", [])}
+    return MessageSpec(
+        name=data["name"],
+        api_key=data.get("apiKey"),
+        kind=data["type"],
+        valid=parse_range(data.get("validVersions")),
+        flexible=parse_range(data.get("flexibleVersions")),
+        fields=_parse_fields(data.get("fields", []), common),
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _index() -> dict[tuple[int, str], str]:
+    """(api_key, "request"|"response") -> spec file name, found by reading every file once."""
+    index = {}
+    for entry in _resources().iterdir():
+        fname = entry.name
+        if not fname.endswith(".json"):
+            continue
+        stem = fname[:-5]
+        if not (stem.endswith("Request") or stem.endswith("Response")):
+            continue
+        spec = load(stem)
+        if spec.api_key is not None and spec.kind in ("request", "response"):
+            index[(spec.api_key, spec.kind)] = stem
+    return index
+
+
+def message(api_key: int, kind: str) -> MessageSpec | None:
+    """The request or response spec of an API key, or None if kafka-python ships none."""
+    stem = _index().get((api_key, kind))
+    return load(stem) if stem else None
+
+
+def known_api_keys() -> set[int]:
+    return {key for key, _ in _index()}
+
+
+def api_name(api_key: int) -> str:
+    spec = message(api_key, "request")
+    return spec.name[: -len("Request")] if spec else f"Api{api_key}"
