@@ -1,0 +1,1 @@
+"""The asyncio Kafka broker: server, connections, handlers, controller and CLI."""

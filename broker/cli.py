@@ -1,0 +1,159 @@
+"""``minikafka serve`` / ``python -m broker serve``: run the broker until SIGINT or SIGTERM.
+
+Once the listening socket accepts connections one line is printed on stdout::
+
+    minikafka ready on 127.0.0.1:PORT
+
+(with the real port when ``--port 0`` asked for a free one), which scripts and tests wait for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+import time
+
+from .config import BROKER_SETTINGS, BrokerConfig, ConfigError, env_name
+
+log = logging.getLogger("minikafka")
+
+_EPILOG = """\
+Precedence: defaults < --config-file (TOML) < environment < command line.
+
+Every Kafka broker setting below can be given as --override NAME=VALUE (repeatable),
+as an environment variable MINIKAFKA_<NAME> with dots as underscores in upper case
+(e.g. MINIKAFKA_MESSAGE_MAX_BYTES=2000000), or as a key of the TOML file
+(e.g. "auto.create.topics.enable" = false; dotted tables work too).
+The flags --host, --port, --advertised-host, --advertised-port, --data-dir, --node-id
+and --log-level have environment variables MINIKAFKA_HOST, MINIKAFKA_PORT, ... too.
+
+Kafka settings (name, type, default: description):
+"""
+
+
+def _settings_help() -> str:
+    lines = []
+    for setting in sorted(BROKER_SETTINGS.values(), key=lambda s: s.name):
+        default = setting.default
+        if isinstance(default, bool):
+            default = str(default).lower()
+        lines.append(f"  {setting.name} ({setting.type}, default {default}): {setting.doc}")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="minikafka", description="A Kafka broker in Python.")
+    sub = parser.add_subparsers(dest="command")
+    serve = sub.add_parser(
+        "serve", help="run the broker",
+        description="Run a single-node Kafka broker that real Kafka clients use unchanged.",
+        epilog=_EPILOG + _settings_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_serve_arguments(serve)
+    return parser
+
+
+def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument("--host", default=None,
+                       help="address to bind (default 127.0.0.1; 0.0.0.0 for all interfaces)")
+    serve.add_argument("--port", type=int, default=None,
+                       help="port to bind (default 9092; 0 binds a free port and prints it)")
+    serve.add_argument("--advertised-host", default=None,
+                       help="host clients are told to connect to in Metadata (default: the bind "
+                            "address, or 127.0.0.1 when binding 0.0.0.0)")
+    serve.add_argument("--advertised-port", type=int, default=None,
+                       help="port clients are told to connect to (default: the bound port)")
+    serve.add_argument("--data-dir", default=None,
+                       help="directory for topic logs and metadata (Kafka: log.dirs; default ./data)")
+    serve.add_argument("--node-id", type=int, default=None, help="broker node id (Kafka: node.id; default 1)")
+    serve.add_argument("--config-file", default=None, help="TOML file of settings (Kafka names as keys)")
+    serve.add_argument("--override", action="append", default=[], metavar="NAME=VALUE",
+                       help="set any Kafka setting listed below (repeatable)")
+    serve.add_argument("--log-level", default=None,
+                       help="DEBUG, INFO (default), WARNING or ERROR; DEBUG logs every request")
+
+
+def config_from_args(args: argparse.Namespace, environ=None) -> BrokerConfig:
+    overrides = {}
+    for item in args.override:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"--override expects NAME=VALUE, got {item!r}")
+        overrides[name.strip()] = value
+    fields = {"host": args.host, "port": args.port, "advertised_host": args.advertised_host,
+              "advertised_port": args.advertised_port, "data_dir": args.data_dir,
+              "node_id": args.node_id, "log_level": args.log_level}
+    return BrokerConfig.load(config_file=args.config_file, environ=environ, fields=fields,
+                             overrides=overrides)
+
+
+def _new_loop_factory():
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop, "asyncio"
+    return uvloop.new_event_loop, "uvloop"
+
+
+async def _serve(config: BrokerConfig, loop_name: str) -> int:
+    from .server import Broker
+
+    broker = Broker(config)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, stop.set)
+        except (NotImplementedError, RuntimeError):
+            signal.signal(signum, lambda *_: loop.call_soon_threadsafe(stop.set))
+    t0 = time.monotonic()
+    await broker.start()
+    host, _ = config.advertised
+    bind_host = config.host if config.host not in ("0.0.0.0", "::", "") else host
+    log.info("started in %.0f ms on %s (%s), data in %s, advertised %s:%d", (time.monotonic() - t0) * 1000,
+             loop_name, f"{config.host}:{broker.bound_port}", os.path.abspath(config.data_dir),
+             *config.advertised)
+    sys.stdout.write(f"minikafka ready on {bind_host}:{broker.bound_port}\n")
+    sys.stdout.flush()
+    await stop.wait()
+    log.info("shutting down")
+    try:
+        await asyncio.wait_for(broker.stop(), timeout=5.0)
+    except asyncio.TimeoutError:
+        log.error("shutdown did not finish in 5 s")
+        return 1
+    log.info("stopped cleanly")
+    return 0
+
+
+def serve(config: BrokerConfig) -> int:
+    logging.basicConfig(level=getattr(logging, str(config.log_level).upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    factory, loop_name = _new_loop_factory()
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(_serve(config, loop_name))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:
+        argv = ["serve"]  # `python -m broker` with no arguments serves with defaults
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command != "serve":
+        parser.print_help()
+        return 2
+    try:
+        config = config_from_args(args)
+    except ConfigError as exc:
+        parser.exit(2, f"minikafka: {exc}\n")
+    try:
+        return serve(config)
+    except OSError as exc:
+        print(f"minikafka: cannot start: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0

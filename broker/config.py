@@ -1,0 +1,369 @@
+"""Broker configuration under Kafka's own setting names.
+
+Every setting has a Kafka name (``message.max.bytes``), a type, a default and a one-line doc.
+Values come from, in increasing priority: the defaults below, a TOML file (``--config-file``),
+environment variables ``MINIKAFKA_<NAME>`` (dots become underscores, upper case:
+``MINIKAFKA_MESSAGE_MAX_BYTES``), then command-line flags (``--override name=value`` and the
+dedicated flags such as ``--port``).
+
+Topic-level settings (``max.message.bytes``, ``retention.ms``...) are listed in
+``TOPIC_CONFIGS`` with the broker setting that supplies their default, as Kafka documents them
+("synonyms"), so DescribeConfigs and the log layer agree on one table.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+LONG_MAX = 9223372036854775807
+INT_MAX = 2147483647
+
+
+class ConfigError(ValueError):
+    """A setting that does not exist or a value that does not parse."""
+
+
+def _parse_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {value!r}")
+
+
+def _parse_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError("boolean is not an integer")
+    if isinstance(value, int):
+        return value
+    return int(str(value).strip())
+
+
+def _parse_double(value: Any) -> float:
+    return float(str(value).strip()) if not isinstance(value, (int, float)) else float(value)
+
+
+def _parse_string(value: Any) -> str:
+    return str(value)
+
+
+def _parse_list(value: Any) -> str:
+    # Kafka's LIST type: comma separated, kept as the canonical string so it round-trips
+    # through DescribeConfigs unchanged.
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v).strip() for v in value)
+    return ",".join(part.strip() for part in str(value).split(",") if part.strip())
+
+
+PARSERS: dict[str, Callable[[Any], Any]] = {
+    "boolean": _parse_bool,
+    "int": _parse_int,
+    "long": _parse_int,
+    "short": _parse_int,
+    "double": _parse_double,
+    "string": _parse_string,
+    "list": _parse_list,
+    "class": _parse_string,
+    "password": _parse_string,
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    type: str  # Kafka's ConfigDef type name: boolean, int, long, short, double, string, list
+    default: Any
+    doc: str
+    read_only: bool = False  # Kafka's "read-only" broker configs cannot change without a restart
+
+
+def _s(name, type_, default, doc, read_only=False) -> Setting:
+    return Setting(name, type_, default, doc, read_only)
+
+
+# Broker settings the project reads or reports.  Defaults are Kafka's unless noted.
+BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
+    _s("node.id", "int", 1, "This broker's node id (reported as broker and controller).", True),
+    _s("broker.id", "int", 1, "Alias of node.id, as Kafka keeps it.", True),
+    _s("listeners", "string", "", "Informational; use --host/--port.", True),
+    _s("advertised.listeners", "string", "", "Informational; use --advertised-host/--advertised-port.", True),
+    _s("log.dirs", "string", "./data", "Data directory (same as --data-dir).", True),
+    _s("auto.create.topics.enable", "boolean", True,
+       "Create a topic when Metadata asks for one that does not exist (and the request allows it)."),
+    _s("num.partitions", "int", 1, "Partitions of an auto-created topic or of CreateTopics with -1."),
+    _s("default.replication.factor", "short", 1, "Replication factor reported for new topics (always 1 here)."),
+    _s("message.max.bytes", "int", 1048588, "Largest record batch a producer may send (topic: max.message.bytes)."),
+    _s("socket.request.max.bytes", "int", 104857600, "Largest request frame; bigger frames close the connection.", True),
+    _s("log.segment.bytes", "int", 1073741824, "Segment size before rolling (topic: segment.bytes)."),
+    _s("log.roll.ms", "long", 604800000, "Segment age before rolling (topic: segment.ms); Kafka derives it from log.roll.hours=168."),
+    _s("log.roll.jitter.ms", "long", 0, "Random jitter subtracted from segment.ms (topic: segment.jitter.ms)."),
+    _s("log.retention.ms", "long", 604800000, "Time retention (topic: retention.ms); -1 keeps forever."),
+    _s("log.retention.bytes", "long", -1, "Size retention per partition (topic: retention.bytes); -1 unlimited."),
+    _s("log.retention.check.interval.ms", "long", 300000, "How often retention runs (the maintenance tick)."),
+    _s("log.cleanup.policy", "list", "delete", "delete, compact or both (topic: cleanup.policy)."),
+    _s("log.cleaner.delete.retention.ms", "long", 86400000, "How long tombstones stay (topic: delete.retention.ms)."),
+    _s("log.cleaner.min.compaction.lag.ms", "long", 0, "Topic: min.compaction.lag.ms."),
+    _s("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, "Topic: max.compaction.lag.ms."),
+    _s("log.cleaner.min.cleanable.ratio", "double", 0.5, "Topic: min.cleanable.dirty.ratio."),
+    _s("log.index.size.max.bytes", "int", 10485760, "Topic: segment.index.bytes."),
+    _s("log.index.interval.bytes", "int", 4096, "Topic: index.interval.bytes."),
+    _s("log.flush.interval.messages", "long", LONG_MAX, "Topic: flush.messages."),
+    _s("log.flush.interval.ms", "long", LONG_MAX, "Topic: flush.ms (Kafka: null, i.e. the scheduler's default)."),
+    _s("log.segment.delete.delay.ms", "long", 60000, "Topic: file.delete.delay.ms."),
+    _s("log.preallocate", "boolean", False, "Topic: preallocate."),
+    _s("log.message.timestamp.type", "string", "CreateTime", "CreateTime or LogAppendTime (topic: message.timestamp.type)."),
+    _s("log.message.timestamp.before.max.ms", "long", LONG_MAX, "Topic: message.timestamp.before.max.ms."),
+    _s("log.message.timestamp.after.max.ms", "long", LONG_MAX, "Topic: message.timestamp.after.max.ms."),
+    _s("log.message.downconversion.enable", "boolean", True, "Topic: message.downconversion.enable."),
+    _s("compression.type", "string", "producer", "Topic: compression.type; only 'producer' (store as sent) is honoured."),
+    _s("min.insync.replicas", "int", 1, "Topic: min.insync.replicas (single node: always satisfied)."),
+    _s("unclean.leader.election.enable", "boolean", False, "Topic: unclean.leader.election.enable."),
+    _s("log.local.retention.ms", "long", -2, "Topic: local.retention.ms (tiered storage; unused)."),
+    _s("log.local.retention.bytes", "long", -2, "Topic: local.retention.bytes (tiered storage; unused)."),
+    _s("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", True),
+    _s("offsets.topic.replication.factor", "short", 1, "Replication factor of __consumer_offsets (Kafka: 3).", True),
+    _s("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets.", True),
+    _s("offsets.retention.minutes", "int", 10080, "How long committed offsets of empty groups are kept."),
+    _s("offsets.retention.check.interval.ms", "long", 600000, "How often expired offsets are removed."),
+    _s("group.initial.rebalance.delay.ms", "int", 0,
+       "Wait before the first rebalance of an empty group (Kafka: 3000; 0 here on purpose)."),
+    _s("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout a member may ask for."),
+    _s("group.max.session.timeout.ms", "int", 1800000, "Largest session timeout a member may ask for."),
+    _s("group.max.size", "int", INT_MAX, "Most members in one classic group."),
+    _s("transactional.id.expiration.ms", "int", 604800000, "How long an idle transactional id is kept."),
+    _s("transaction.max.timeout.ms", "int", 900000, "Largest transaction timeout a producer may ask for."),
+    _s("transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state.", True),
+    _s("producer.id.expiration.ms", "int", 86400000, "How long an idle idempotent producer's state is kept."),
+    _s("delete.topic.enable", "boolean", True, "Whether DeleteTopics is allowed."),
+    _s("replica.fetch.max.bytes", "int", 1048576, "Reported only."),
+    _s("fetch.max.bytes", "int", 57671680, "Largest Fetch response the broker builds."),
+    _s("queued.max.requests", "int", 500, "Requests in flight per connection before reading pauses (Kafka: per broker)."),
+    _s("connections.max.idle.ms", "long", 600000, "Reported only."),
+    _s("num.io.threads", "int", 8, "Reported only (one event loop here)."),
+    _s("num.network.threads", "int", 3, "Reported only (one event loop here)."),
+    _s("log.flush.on.shutdown", "boolean", True, "minikafka: flush and mark clean on SIGINT/SIGTERM."),
+    _s("socket.send.buffer.high.water.bytes", "int", 4 * 1024 * 1024,
+       "minikafka: stop reading requests while a connection's unsent responses exceed this."),
+    _s("maintenance.interval.ms", "long", 1000, "minikafka: period of the maintenance task (LogManager.tick)."),
+)}
+
+# Topic-level settings: (type, broker synonym supplying the default).  Values are stored as
+# strings, as in Kafka's topic config records.
+TOPIC_CONFIGS: dict[str, tuple[str, str]] = {
+    "cleanup.policy": ("list", "log.cleanup.policy"),
+    "compression.type": ("string", "compression.type"),
+    "delete.retention.ms": ("long", "log.cleaner.delete.retention.ms"),
+    "file.delete.delay.ms": ("long", "log.segment.delete.delay.ms"),
+    "flush.messages": ("long", "log.flush.interval.messages"),
+    "flush.ms": ("long", "log.flush.interval.ms"),
+    "index.interval.bytes": ("int", "log.index.interval.bytes"),
+    "local.retention.bytes": ("long", "log.local.retention.bytes"),
+    "local.retention.ms": ("long", "log.local.retention.ms"),
+    "max.compaction.lag.ms": ("long", "log.cleaner.max.compaction.lag.ms"),
+    "max.message.bytes": ("int", "message.max.bytes"),
+    "message.downconversion.enable": ("boolean", "log.message.downconversion.enable"),
+    "message.timestamp.after.max.ms": ("long", "log.message.timestamp.after.max.ms"),
+    "message.timestamp.before.max.ms": ("long", "log.message.timestamp.before.max.ms"),
+    "message.timestamp.type": ("string", "log.message.timestamp.type"),
+    "min.cleanable.dirty.ratio": ("double", "log.cleaner.min.cleanable.ratio"),
+    "min.compaction.lag.ms": ("long", "log.cleaner.min.compaction.lag.ms"),
+    "min.insync.replicas": ("int", "min.insync.replicas"),
+    "preallocate": ("boolean", "log.preallocate"),
+    "retention.bytes": ("long", "log.retention.bytes"),
+    "retention.ms": ("long", "log.retention.ms"),
+    "segment.bytes": ("int", "log.segment.bytes"),
+    "segment.index.bytes": ("int", "log.index.size.max.bytes"),
+    "segment.jitter.ms": ("long", "log.roll.jitter.ms"),
+    "segment.ms": ("long", "log.roll.ms"),
+    "unclean.leader.election.enable": ("boolean", "unclean.leader.election.enable"),
+}
+
+_ENUMS = {
+    "cleanup.policy": {"delete", "compact"},
+    "log.cleanup.policy": {"delete", "compact"},
+    "message.timestamp.type": {"CreateTime", "LogAppendTime"},
+    "log.message.timestamp.type": {"CreateTime", "LogAppendTime"},
+    "compression.type": {"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"},
+}
+
+
+def parse_value(name: str, type_: str, value: Any) -> Any:
+    """Parse ``value`` as Kafka's ``type_``; raises ConfigError with a readable message."""
+    try:
+        parsed = PARSERS[type_](value)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"invalid value {value!r} for {name} ({type_}): {exc}") from None
+    allowed = _ENUMS.get(name)
+    if allowed is not None:
+        parts = parsed.split(",") if type_ == "list" else [parsed]
+        bad = [p for p in parts if p not in allowed]
+        if bad or not parts or parts == [""]:
+            raise ConfigError(f"invalid value {value!r} for {name}: allowed {sorted(allowed)}")
+    if type_ in ("int", "short") and not (-(2 ** 31) <= parsed < 2 ** 31):
+        raise ConfigError(f"value {value!r} for {name} does not fit an int")
+    return parsed
+
+
+def validate_topic_config(name: str, value: str | None) -> Any:
+    """Parse one topic-level override; ConfigError for unknown names or bad values."""
+    if name not in TOPIC_CONFIGS:
+        raise ConfigError(f"unknown topic config {name!r}")
+    if value is None:
+        raise ConfigError(f"null value for topic config {name!r}")
+    return parse_value(name, TOPIC_CONFIGS[name][0], value)
+
+
+def format_value(value: Any) -> str:
+    """A typed value as Kafka prints it (booleans lower case)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def env_name(kafka_name: str) -> str:
+    return "MINIKAFKA_" + kafka_name.replace(".", "_").replace("-", "_").upper()
+
+
+@dataclass
+class BrokerConfig:
+    node_id: int = 1
+    host: str = "127.0.0.1"
+    port: int = 9092
+    advertised_host: str | None = None
+    advertised_port: int | None = None
+    data_dir: str = "./data"
+    log_level: str = "INFO"
+    # Kafka-named settings explicitly set (typed); everything else falls back to the default.
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, name: str) -> Any:
+        if name in self.overrides:
+            return self.overrides[name]
+        if name in ("node.id", "broker.id"):
+            return self.node_id
+        if name == "log.dirs":
+            return self.data_dir
+        try:
+            return BROKER_SETTINGS[name].default
+        except KeyError:
+            raise ConfigError(f"unknown broker setting {name!r}") from None
+
+    def set(self, name: str, value: Any) -> None:
+        """Set a Kafka-named setting from a string/TOML value (validated)."""
+        setting = BROKER_SETTINGS.get(name)
+        if setting is None:
+            raise ConfigError(f"unknown broker setting {name!r}")
+        parsed = parse_value(name, setting.type, value)
+        if name in ("node.id", "broker.id"):
+            self.node_id = parsed
+        elif name == "log.dirs":
+            self.data_dir = parsed
+        else:
+            self.overrides[name] = parsed
+
+    def unset(self, name: str) -> None:
+        self.overrides.pop(name, None)
+
+    def is_default(self, name: str) -> bool:
+        return name not in self.overrides
+
+    def topic_default(self, topic_config: str) -> Any:
+        """The broker-level value a topic setting falls back to."""
+        return self.get(TOPIC_CONFIGS[topic_config][1])
+
+    def topic_value(self, topic_config: str, topic_overrides: Mapping[str, str] | None) -> Any:
+        """Typed value of a topic setting: the topic override if any, else the broker default."""
+        if topic_overrides and topic_config in topic_overrides:
+            return parse_value(topic_config, TOPIC_CONFIGS[topic_config][0], topic_overrides[topic_config])
+        return self.topic_default(topic_config)
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        host = self.advertised_host or self.host
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        return host, self.advertised_port or self.port
+
+    # -- loading ---------------------------------------------------------------------------
+
+    _FIELD_KEYS = {
+        "host": "host", "port": "port", "advertised-host": "advertised_host",
+        "advertised_host": "advertised_host", "advertised-port": "advertised_port",
+        "advertised_port": "advertised_port", "data-dir": "data_dir", "data_dir": "data_dir",
+        "node-id": "node_id", "node_id": "node_id", "log-level": "log_level", "log_level": "log_level",
+    }
+
+    def apply_mapping(self, values: Mapping[str, Any], source: str) -> None:
+        """Apply a flat mapping of field names or Kafka names (TOML file, tests)."""
+        for key, value in values.items():
+            if isinstance(value, dict):
+                # A TOML table such as [log] retention.ms = 1 ... flattens to dotted names.
+                self.apply_mapping({f"{key}.{k}": v for k, v in value.items()}, source)
+                continue
+            attr = self._FIELD_KEYS.get(key)
+            try:
+                if attr is not None:
+                    self._set_field(attr, value)
+                else:
+                    self.set(key, value)
+            except ConfigError as exc:
+                raise ConfigError(f"{source}: {exc}") from None
+
+    def _set_field(self, attr: str, value: Any) -> None:
+        if attr in ("port", "advertised_port", "node_id"):
+            value = parse_value(attr, "int", value)
+            if attr != "node_id" and not 0 <= value <= 65535:
+                raise ConfigError(f"{attr} {value} outside 0..65535")
+        else:
+            value = str(value)
+        setattr(self, attr, value)
+
+    def apply_env(self, environ: Mapping[str, str]) -> None:
+        by_env = {env_name(name): name for name in BROKER_SETTINGS}
+        fields = {"MINIKAFKA_HOST": "host", "MINIKAFKA_PORT": "port",
+                  "MINIKAFKA_ADVERTISED_HOST": "advertised_host",
+                  "MINIKAFKA_ADVERTISED_PORT": "advertised_port",
+                  "MINIKAFKA_DATA_DIR": "data_dir", "MINIKAFKA_LOG_LEVEL": "log_level"}
+        for key, value in environ.items():
+            if not key.startswith("MINIKAFKA_"):
+                continue
+            try:
+                if key in fields:
+                    self._set_field(fields[key], value)
+                elif key in by_env:
+                    self.set(by_env[key], value)
+            except ConfigError as exc:
+                raise ConfigError(f"environment {key}: {exc}") from None
+
+    @classmethod
+    def load(cls, *, config_file: str | None = None, environ: Mapping[str, str] | None = None,
+             fields: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None
+             ) -> "BrokerConfig":
+        """Defaults < TOML file < environment < explicit fields and overrides (the command line)."""
+        config = cls()
+        if config_file:
+            try:
+                with open(config_file, "rb") as fh:
+                    data = tomllib.load(fh)
+            except (OSError, tomllib.TOMLDecodeError) as exc:
+                raise ConfigError(f"cannot read config file {config_file}: {exc}") from None
+            config.apply_mapping(data, config_file)
+        config.apply_env(os.environ if environ is None else environ)
+        for key, value in (fields or {}).items():
+            if value is not None:
+                config._set_field(key, value)
+        for key, value in (overrides or {}).items():
+            try:
+                if key in cls._FIELD_KEYS:
+                    config._set_field(cls._FIELD_KEYS[key], value)
+                else:
+                    config.set(key, value)
+            except ConfigError as exc:
+                raise ConfigError(f"--override {key}: {exc}") from None
+        return config

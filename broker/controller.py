@@ -1,0 +1,296 @@
+"""The controller of a one-node cluster: topics, their ids, partition counts and config overrides.
+
+State is a fold over metadata records (a state machine over a log, like Kafka's KRaft
+controller): every change is appended to storage's metadata log first and then applied with
+``_apply``, the same function start-up replays.  Records are small dicts:
+
+* ``{"type": "cluster", "cluster_id": str}`` once, on first start (Kafka: meta.properties);
+* ``{"type": "topic", "name", "topic_id", "num_partitions", "configs", "internal"}``;
+* ``{"type": "partitions", "name", "num_partitions"}`` (CreatePartitions);
+* ``{"type": "topic_configs", "name", "configs"}`` (the full override map after a change);
+* ``{"type": "remove_topic", "name"}``;
+* ``{"type": "producer_ids", "next": int}`` (ids below ``next`` are reserved; see producer_state).
+
+Partition data lives in storage's LogManager, one PartitionLog per (topic, partition).
+Topic names follow Kafka's rules (``Topic.validate``): 1..249 characters of ``[a-zA-Z0-9._-]``,
+not ``.`` or ``..``.  Names differing only in ``.`` versus ``_`` collide in Kafka's metric names,
+so Kafka refuses the second one with INVALID_TOPIC_EXCEPTION; so do we.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from protocol.errors import ErrorCode, KafkaError
+
+from .config import BrokerConfig, ConfigError, validate_topic_config
+from .producer_state import ProducerIdManager, ProducerStateManager
+
+log = logging.getLogger("minikafka.controller")
+
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+INVALID_TOPIC_EXCEPTION = 17
+UNKNOWN_TOPIC_OR_PARTITION = 3
+TOPIC_ALREADY_EXISTS = 36
+INVALID_PARTITIONS = 37
+INVALID_REPLICATION_FACTOR = 38
+INVALID_CONFIG = 40
+INVALID_REQUEST = 42
+
+# The topics Kafka itself treats as internal (Topic.INTERNAL_TOPICS).
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def new_cluster_id() -> str:
+    """Kafka's format: a random UUID as 22 characters of URL-safe base64."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+def topic_name_error(name: str | None) -> str | None:
+    """Why ``name`` is not a legal topic name, or None when it is."""
+    if not name:
+        return "topic name is empty"
+    if name in (".", ".."):
+        return f"topic name {name!r} is not allowed"
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        return f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters"
+    if not _LEGAL_TOPIC.match(name):
+        return f"topic name {name!r} contains characters other than [a-zA-Z0-9._-]"
+    return None
+
+
+@dataclass
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    num_partitions: int
+    configs: dict[str, str] = field(default_factory=dict)
+    internal: bool = False
+
+
+class Controller:
+    def __init__(self, config: BrokerConfig, metadata_log, log_manager, *,
+                 now_ms: Callable[[], int] | None = None):
+        self.config = config
+        self.node_id = config.node_id
+        self.now_ms = now_ms
+        self.cluster_id: str | None = None
+        self.topics: dict[str, TopicInfo] = {}
+        self._by_id: dict[uuid.UUID, TopicInfo] = {}
+        self._next_producer_id = 0
+        self._metadata_log = metadata_log
+        self._logs = log_manager
+        for record in metadata_log.records():
+            self._apply(record)
+        if self.cluster_id is None:
+            self._commit({"type": "cluster", "cluster_id": new_cluster_id()})
+        self.producer_ids = ProducerIdManager(lambda: self._next_producer_id, self._reserve_producer_ids)
+        self.producer_states = ProducerStateManager()
+        for info in self.topics.values():
+            self._logs.open_topic(info.name, info.num_partitions, self._log_configs(info))
+
+    @classmethod
+    def open(cls, config: BrokerConfig, *, now_ms: Callable[[], int] | None = None) -> "Controller":
+        metadata_log, log_manager = open_storage(config, now_ms)
+        return cls(config, metadata_log, log_manager, now_ms=now_ms)
+
+    # -- the state machine ------------------------------------------------------------------
+
+    def _commit(self, record: dict) -> None:
+        self._metadata_log.append(record)
+        self._apply(record)
+
+    def _apply(self, record: dict) -> None:
+        kind = record.get("type")
+        if kind == "cluster":
+            self.cluster_id = record["cluster_id"]
+        elif kind == "topic":
+            info = TopicInfo(record["name"], uuid.UUID(str(record["topic_id"])), int(record["num_partitions"]),
+                             dict(record.get("configs") or {}), bool(record.get("internal")))
+            self.topics[info.name] = info
+            self._by_id[info.topic_id] = info
+        elif kind == "partitions":
+            info = self.topics.get(record["name"])
+            if info is not None:
+                info.num_partitions = int(record["num_partitions"])
+        elif kind == "topic_configs":
+            info = self.topics.get(record["name"])
+            if info is not None:
+                info.configs = dict(record.get("configs") or {})
+        elif kind == "remove_topic":
+            info = self.topics.pop(record["name"], None)
+            if info is not None:
+                self._by_id.pop(info.topic_id, None)
+        elif kind == "producer_ids":
+            self._next_producer_id = max(self._next_producer_id, int(record["next"]))
+        else:
+            log.warning("ignoring unknown metadata record %r", record)
+
+    def _reserve_producer_ids(self, upto: int) -> None:
+        self._commit({"type": "producer_ids", "next": upto})
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def topic(self, name: str) -> TopicInfo | None:
+        return self.topics.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return self._by_id.get(topic_id)
+
+    @staticmethod
+    def valid_topic_name(name: str | None) -> bool:
+        return topic_name_error(name) is None
+
+    def log(self, topic: str, partition: int):
+        """The PartitionLog of (topic, partition); KafkaError(UNKNOWN_TOPIC_OR_PARTITION) if none."""
+        info = self.topics.get(topic)
+        if info is None or not 0 <= partition < info.num_partitions:
+            raise KafkaError(UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {topic}-{partition}")
+        return self._logs.get(topic, partition)
+
+    def topic_config_value(self, topic: str, name: str) -> Any:
+        """Typed value of a topic setting (override or broker default)."""
+        info = self.topics.get(topic)
+        return self.config.topic_value(name, info.configs if info else None)
+
+    def _log_configs(self, info: TopicInfo) -> dict[str, Any]:
+        """Effective Kafka-named settings handed to storage for this topic's logs."""
+        from .config import TOPIC_CONFIGS
+
+        result = {name: self.config.topic_value(name, info.configs) for name in TOPIC_CONFIGS}
+        if info.name == "__consumer_offsets":
+            result["segment.bytes"] = info.configs.get("segment.bytes",
+                                                       self.config.get("offsets.topic.segment.bytes"))
+        return result
+
+    # -- changes ---------------------------------------------------------------------------
+
+    def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
+                     configs: dict[str, str] | None = None, validate_only: bool = False,
+                     internal: bool = False) -> TopicInfo:
+        reason = topic_name_error(name)
+        if reason:
+            raise KafkaError(INVALID_TOPIC_EXCEPTION, reason)
+        if name in self.topics:
+            raise KafkaError(TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        collision = name.replace(".", "_")
+        for existing in self.topics:
+            if existing.replace(".", "_") == collision:
+                raise KafkaError(INVALID_TOPIC_EXCEPTION,
+                                 f"Topic '{name}' collides with existing topic: {existing}")
+        if num_partitions == -1:
+            num_partitions = self.config.get("num.partitions")
+        if num_partitions <= 0:
+            raise KafkaError(INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        if replication_factor == -1:
+            replication_factor = self.config.get("default.replication.factor")
+        if replication_factor <= 0:
+            raise KafkaError(INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
+        if replication_factor != 1:
+            raise KafkaError(INVALID_REPLICATION_FACTOR,
+                             f"Unable to replicate the partition {replication_factor} time(s): "
+                             f"The target replication factor of {replication_factor} cannot be reached "
+                             f"because only 1 broker(s) are registered.")
+        clean = self._validate_configs(configs or {})
+        info = TopicInfo(name, uuid.uuid4(), num_partitions, clean,
+                         internal or name in INTERNAL_TOPICS)
+        if validate_only:
+            return info
+        self._commit({"type": "topic", "name": name, "topic_id": str(info.topic_id),
+                      "num_partitions": num_partitions, "configs": clean, "internal": info.internal})
+        info = self.topics[name]
+        self._logs.open_topic(name, num_partitions, self._log_configs(info))
+        log.info("created topic %s id=%s partitions=%d configs=%s", name, info.topic_id, num_partitions, clean)
+        return info
+
+    def _validate_configs(self, configs: dict[str, str | None]) -> dict[str, str]:
+        clean = {}
+        for key, value in configs.items():
+            try:
+                validate_topic_config(key, value)
+            except ConfigError as exc:
+                raise KafkaError(INVALID_CONFIG, str(exc)) from None
+            clean[key] = str(value)
+        try:
+            from storage.config import LogConfig
+
+            LogConfig.from_kafka(clean)
+        except ImportError:
+            pass
+        except ValueError as exc:
+            raise KafkaError(INVALID_CONFIG, str(exc)) from None
+        return clean
+
+    def delete_topic(self, name: str) -> TopicInfo:
+        info = self.topics.get(name)
+        if info is None:
+            raise KafkaError(UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name}")
+        self._commit({"type": "remove_topic", "name": name})
+        self._logs.delete_topic(name)
+        self.producer_states.drop_topic(name)
+        log.info("deleted topic %s id=%s", name, info.topic_id)
+        return info
+
+    def create_partitions(self, name: str, new_total: int, validate_only: bool = False) -> TopicInfo:
+        info = self.topics.get(name)
+        if info is None:
+            raise KafkaError(UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name}")
+        if new_total < info.num_partitions:
+            raise KafkaError(INVALID_PARTITIONS,
+                             f"Topic currently has {info.num_partitions} partitions, which is higher than "
+                             f"the requested {new_total}.")
+        if new_total == info.num_partitions:
+            raise KafkaError(INVALID_PARTITIONS, f"Topic already has {info.num_partitions} partitions.")
+        if validate_only:
+            return info
+        self._commit({"type": "partitions", "name": name, "num_partitions": new_total})
+        self._logs.open_topic(name, new_total, self._log_configs(info))
+        return info
+
+    def set_topic_configs(self, name: str, configs: dict[str, str | None]) -> TopicInfo:
+        """Apply overrides; a None value removes the override (back to the broker default)."""
+        info = self.topics.get(name)
+        if info is None:
+            raise KafkaError(UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name}")
+        merged = dict(info.configs)
+        for key, value in configs.items():
+            if value is None:
+                from .config import TOPIC_CONFIGS
+
+                if key not in TOPIC_CONFIGS:
+                    raise KafkaError(INVALID_CONFIG, f"unknown topic config {key!r}")
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        clean = self._validate_configs(merged)
+        self._commit({"type": "topic_configs", "name": name, "configs": clean})
+        self._logs.update_topic_config(name, self._log_configs(info))
+        return info
+
+    # -- maintenance -------------------------------------------------------------------------
+
+    def tick(self, now_ms: int) -> None:
+        self._logs.tick(now_ms)
+
+    def flush(self) -> None:
+        self._logs.flush()
+
+    def close(self) -> None:
+        try:
+            self._logs.close()
+        finally:
+            self._metadata_log.close()
+
+
+def open_storage(config: BrokerConfig, now_ms: Callable[[], int] | None = None):
+    """Open storage's metadata log and log manager under ``config.data_dir``."""
+    from storage import LogManager, MetadataLog  # noqa: F401  (contract of storage/__init__.py)
+
+    raise NotImplementedError("storage integration pending")

@@ -1,0 +1,125 @@
+"""Metadata (key 3), versions 0-12.
+
+Single node: we are the only broker, the controller (Java sends CreateTopics and friends to
+``controller_id``) and the leader of every partition with leader epoch 0, replicas = ISR = [us].
+
+Per version (Kafka's MetadataRequest/Response JSON):
+- v0: an empty topic list means all topics.  v1+: null means all, empty means none; adds
+  ``controller_id``, ``is_internal`` and ``rack``.
+- v2+: ``cluster_id`` (persistent, from the controller).  v4+: ``allow_auto_topic_creation``
+  (earlier versions always allow it).  v5+: ``offline_replicas``.  v7+: ``leader_epoch``.
+- v8-10: authorized-operations fields; we report Kafka's "not requested" value unless asked,
+  then all operations (there are no ACLs here).  v10+: topic ids; v12: topics may be
+  requested by id (name null).
+
+Auto-creation happens only here, as in Kafka (never on Produce): a missing topic is created
+with ``num.partitions`` when the request allows it and ``auto.create.topics.enable`` is on.
+Kafka answers the first Metadata of a freshly auto-created topic with LEADER_NOT_AVAILABLE while
+the controller elects a leader; here the topic is ready at once, so it is answered with NONE.
+Not implemented: rack awareness, authorized operations beyond "everything".
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger("minikafka.metadata")
+
+API_KEY = 3
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+INVALID_TOPIC = 17
+UNKNOWN_TOPIC_ID = 100
+ZERO_UUID = uuid.UUID(int=0)
+AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2147483648
+# Bit set of Kafka's AclOperation codes READ(3)..ALTER_CONFIGS(11), DESCRIBE_CONFIGS(10),
+# IDEMPOTENT_WRITE(12) etc.: the operations a topic/cluster supports, all allowed.
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPERATIONS = sum(1 << op for op in (4, 5, 7, 8, 9, 10, 11, 12))
+
+
+def broker_entry(broker) -> dict:
+    host, port = broker.config.advertised
+    return {"node_id": broker.config.node_id, "host": host, "port": port, "rack": None}
+
+
+def topic_entry(broker, info, include_ops: bool) -> dict:
+    node = broker.config.node_id
+    replicas = [node]
+    partitions = [
+        {"error_code": NONE, "partition_index": p, "leader_id": node, "leader_epoch": 0,
+         "replica_nodes": replicas, "isr_nodes": replicas, "offline_replicas": []}
+        for p in range(info.num_partitions)
+    ]
+    return {"error_code": NONE, "name": info.name, "topic_id": info.topic_id,
+            "is_internal": info.internal, "partitions": partitions,
+            "topic_authorized_operations": TOPIC_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_NOT_REQUESTED}
+
+
+def error_entry(name, topic_id, code: int) -> dict:
+    return {"error_code": code, "name": name, "topic_id": topic_id or ZERO_UUID, "is_internal": False,
+            "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_NOT_REQUESTED}
+
+
+def build_metadata(broker, version: int, body: dict, client_id=None) -> dict:
+    controller = broker.controller
+    requested = body.get("topics")
+    include_ops = bool(body.get("include_topic_authorized_operations"))
+    allow_auto = body.get("allow_auto_topic_creation", True) if version >= 4 else True
+    auto_create = allow_auto and broker.config.get("auto.create.topics.enable")
+    topics = []
+    if requested is None or (version == 0 and not requested):
+        for info in list(controller.topics.values()):
+            topics.append(topic_entry(broker, info, include_ops))
+    else:
+        seen = set()
+        for item in requested:
+            name = item.get("name")
+            topic_id = item.get("topic_id")
+            if name is None:
+                info = controller.topic_by_id(topic_id) if topic_id not in (None, ZERO_UUID) else None
+                if info is None:
+                    topics.append(error_entry(None, topic_id, UNKNOWN_TOPIC_ID))
+                else:
+                    topics.append(topic_entry(broker, info, include_ops))
+                continue
+            if name in seen:
+                continue
+            seen.add(name)
+            info = controller.topic(name)
+            if info is None and auto_create:
+                try:
+                    info = controller.create_topic(name)
+                    log.info("auto-created topic %s (%d partitions) for client_id=%s",
+                             name, info.num_partitions, client_id)
+                except KafkaError as exc:
+                    if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS:
+                        info = controller.topic(name)
+                    else:
+                        code = INVALID_TOPIC if exc.code == INVALID_TOPIC else exc.code
+                        topics.append(error_entry(name, None, code))
+                        continue
+            if info is None:
+                code = INVALID_TOPIC if not controller.valid_topic_name(name) else UNKNOWN_TOPIC_OR_PARTITION
+                topics.append(error_entry(name, None, code))
+            else:
+                topics.append(topic_entry(broker, info, include_ops))
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [broker_entry(broker)],
+        "cluster_id": controller.cluster_id,
+        "controller_id": broker.config.node_id,
+        "topics": topics,
+        "cluster_authorized_operations": CLUSTER_OPERATIONS if body.get("include_cluster_authorized_operations")
+        else AUTHORIZED_OPERATIONS_NOT_REQUESTED,
+    }
+
+
+def register(registry, broker) -> None:
+    async def handle_metadata(ctx, body: dict) -> dict:
+        return build_metadata(ctx.broker, ctx.api_version, body, ctx.client_id)
+
+    registry.register(API_KEY, 0, 12, handle_metadata)

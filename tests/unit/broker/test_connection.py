@@ -1,0 +1,230 @@
+"""KafkaConnection over an in-memory transport with a toy codec: ordering, acks=0, back-pressure,
+protocol violations."""
+
+import asyncio
+import json
+import struct
+
+import pytest
+
+from protocol.errors import ProtocolError, UnsupportedVersionError
+
+from broker.config import BrokerConfig
+from broker.connection import KafkaConnection
+
+
+class Req:
+    def __init__(self, api_key, api_version, correlation_id, client_id, body):
+        self.api_key, self.api_version, self.correlation_id = api_key, api_version, correlation_id
+        self.client_id, self.body = client_id, body
+
+
+def decode(frame):
+    try:
+        msg = json.loads(bytes(frame))
+    except ValueError:
+        raise ProtocolError("not json") from None
+    if msg.get("unsupported"):
+        exc = UnsupportedVersionError(msg["k"], msg["v"])
+        exc.correlation_id = msg["c"]
+        raise exc
+    return Req(msg["k"], msg["v"], msg["c"], "test-client", msg)
+
+
+def encode(api_key, api_version, correlation_id, body):
+    payload = json.dumps({"c": correlation_id, "k": api_key, "v": api_version, "body": body}).encode()
+    return [struct.pack(">i", len(payload)), payload]
+
+
+def frame(**msg):
+    payload = json.dumps(msg).encode()
+    return struct.pack(">i", len(payload)) + payload
+
+
+class Transport(asyncio.Transport):
+    def __init__(self):
+        super().__init__()
+        self.out = bytearray()
+        self.paused = False
+        self.closed = False
+
+    def get_extra_info(self, name, default=None):
+        return ("127.0.0.1", 5555) if name == "peername" else default
+
+    def write(self, data):
+        self.out += data
+
+    def writelines(self, chunks):
+        for c in chunks:
+            self.out += c
+
+    def pause_reading(self):
+        self.paused = True
+
+    def resume_reading(self):
+        self.paused = False
+
+    def close(self):
+        self.closed = True
+
+    def is_closing(self):
+        return self.closed
+
+    def set_write_buffer_limits(self, high=None, low=None):
+        pass
+
+    def responses(self):
+        out, pos, res = bytes(self.out), 0, []
+        while pos < len(out):
+            (n,) = struct.unpack_from(">i", out, pos)
+            res.append(json.loads(out[pos + 4:pos + 4 + n]))
+            pos += 4 + n
+        return res
+
+
+class Registry:
+    def __init__(self, handlers):
+        self.handlers = handlers
+
+    def lookup(self, key, version):
+        return self.handlers.get(key)
+
+
+class FakeBroker:
+    def __init__(self, handlers, **overrides):
+        self.config = BrokerConfig.load(environ={}, overrides=overrides)
+        self.registry = Registry(handlers)
+        self.loop = asyncio.get_running_loop()
+        self.connections = set()
+
+    def registry_range(self, key):
+        return (0, 4)
+
+
+async def settle():
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def make(handlers, **kw):
+    broker = FakeBroker(handlers)
+    conn = KafkaConnection(broker, decode_request=decode, encode_response=encode, **kw)
+    transport = Transport()
+    conn.connection_made(transport)
+    return broker, conn, transport
+
+
+async def test_responses_leave_in_request_order_even_when_handlers_finish_out_of_order():
+    gates = {}
+
+    async def slow(ctx, body):
+        gates[ctx.correlation_id] = asyncio.Event()
+        await gates[ctx.correlation_id].wait()
+        return {"n": ctx.correlation_id}
+
+    _, conn, transport = make({1: slow})
+    conn.data_received(frame(k=1, v=0, c=1) + frame(k=1, v=0, c=2) + frame(k=1, v=0, c=3))
+    await settle()
+    gates[3].set()
+    gates[2].set()
+    await settle()
+    assert transport.responses() == []  # 1 is still running: 2 and 3 are held back
+    gates[1].set()
+    await settle()
+    assert [r["c"] for r in transport.responses()] == [1, 2, 3]
+
+
+async def test_none_response_sends_nothing_but_advances_the_queue():
+    async def handler(ctx, body):
+        return None if body.get("acks0") else {"ok": True}
+
+    _, conn, transport = make({0: handler})
+    # Split one frame across two chunks to exercise the frame decoder.
+    data = frame(k=0, v=3, c=1, acks0=True) + frame(k=0, v=3, c=2)
+    conn.data_received(data[:7])
+    conn.data_received(data[7:])
+    await settle()
+    assert [r["c"] for r in transport.responses()] == [2]
+
+
+async def test_reading_pauses_at_max_in_flight_and_resumes():
+    gate = asyncio.Event()
+
+    async def park(ctx, body):
+        await gate.wait()
+        return {}
+
+    _, conn, transport = make({1: park}, max_in_flight=2)
+    conn.data_received(frame(k=1, v=0, c=1))
+    await settle()
+    assert not transport.paused
+    conn.data_received(frame(k=1, v=0, c=2))
+    await settle()
+    assert transport.paused and conn.in_flight == 2
+    gate.set()
+    await settle()
+    assert not transport.paused and conn.in_flight == 0
+
+
+async def test_write_buffer_high_water_pauses_reading():
+    async def ok(ctx, body):
+        return {}
+
+    _, conn, transport = make({1: ok})
+    conn.pause_writing()
+    assert transport.paused
+    conn.resume_writing()
+    assert not transport.paused
+
+
+async def test_garbage_closes_only_this_connection():
+    async def ok(ctx, body):
+        return {}
+
+    broker, conn, transport = make({1: ok})
+    other = KafkaConnection(broker, decode_request=decode, encode_response=encode)
+    other_t = Transport()
+    other.connection_made(other_t)
+    conn.data_received(struct.pack(">i", 5) + b"nope!")
+    other.data_received(frame(k=1, v=0, c=9))
+    await settle()
+    assert transport.closed and not other_t.closed
+    assert [r["c"] for r in other_t.responses()] == [9]
+
+
+async def test_negative_frame_size_closes():
+    _, conn, transport = make({})
+    conn.data_received(struct.pack(">i", -1))
+    assert transport.closed
+
+
+async def test_unsupported_api_versions_gets_error_35_with_v0_body():
+    _, conn, transport = make({})
+    conn.data_received(frame(k=18, v=9, c=77, unsupported=True))
+    (resp,) = transport.responses()
+    assert resp["c"] == 77 and resp["v"] == 0
+    assert resp["body"]["error_code"] == 35
+    assert resp["body"]["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 4}]
+    assert not transport.closed
+
+
+async def test_unsupported_version_of_other_api_closes():
+    _, conn, transport = make({})
+    conn.data_received(frame(k=1, v=99, c=5, unsupported=True))
+    assert transport.closed and transport.responses() == []
+
+
+async def test_handler_exception_closes_connection():
+    async def boom(ctx, body):
+        raise RuntimeError("bug")
+
+    _, conn, transport = make({1: boom})
+    conn.data_received(frame(k=1, v=0, c=1))
+    await settle()
+    assert transport.closed
+
+
+async def test_unknown_api_closes():
+    _, conn, transport = make({})
+    conn.data_received(frame(k=42, v=0, c=1))
+    assert transport.closed
