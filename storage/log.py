@@ -1,0 +1,550 @@
+"""PartitionLog: one topic partition as a directory of segments (see storage/__init__.py).
+
+Offsets::
+
+    log_start_offset <= ... <= last_stable_offset <= high_watermark == log_end_offset
+
+* ``log_end_offset`` (LEO): the offset the next appended record gets.
+* ``high_watermark`` (HW): what consumers may read.  One node and no replicas, so a write counts as
+  committed once it is as durable as the flush policy promises, which ``append`` ensures before it
+  returns: HW == LEO whenever the broker can look.
+* ``last_stable_offset`` (LSO): HW, or the first offset of the oldest open transaction once the
+  transaction code sets ``first_unstable_offset``.
+* ``log_start_offset``: moved by retention (whole segments) and DeleteRecords (any offset).
+
+Recovery on open (``_load``): a clean shutdown (checkpoint flag) trusts every file.  After a crash,
+segments wholly below the checkpoint's recovery point (they were fsynced when they were rolled) are
+trusted, and every later segment is validated batch by batch: header, CRC-32C, and offsets that
+continue exactly where the previous batch ended.  The first batch that fails cuts the segment there
+and removes every later segment, because nothing after an unreadable batch can be trusted to be in
+order.  Indexes of validated segments are rebuilt; trusted segments reuse theirs when they pass a
+sanity check and are rebuilt otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import struct
+import time
+from bisect import bisect_right
+from typing import Callable, Iterator, NamedTuple
+
+from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
+from protocol.records import (
+    ATTRIBUTES_OFFSET,
+    TIMESTAMP_TYPE_BIT,
+    BatchHeader,
+    compute_crc,
+    iter_batches,
+    iter_records,
+    read_header,
+    set_base_offset,
+    set_crc,
+)
+
+from .checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from .config import LogConfig
+from .segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, Segment
+
+_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
+_INT16 = struct.Struct(">h")
+_INT64 = struct.Struct(">q")
+_MAX_RELATIVE_OFFSET = 2147483647
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class AppendInfo(NamedTuple):
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+
+
+class PartitionLog:
+    def __init__(self, directory: str, config: LogConfig | dict | None = None,
+                 now_ms: Callable[[], int] | None = None):
+        self.directory = directory
+        if not isinstance(config, LogConfig):
+            config = LogConfig.from_kafka(config or {})
+        self.config = config
+        self._now = now_ms or wall_clock_ms
+        self.segments: list[Segment] = []
+        self._bases: list[int] = []
+        self.log_start_offset = 0
+        self.recovery_point = 0
+        self.cleaned_offset = 0
+        # Set by the transaction code to the first offset of the oldest open transaction.
+        self.first_unstable_offset: int | None = None
+        self.recovered_bytes_cut = 0  # how much a crash recovery cut off (for logs and tests)
+        self._unflushed = 0
+        self._first_unflushed_ms: int | None = None
+        self._closed = False
+        os.makedirs(directory, exist_ok=True)
+        self._load()
+
+    # --- offsets --------------------------------------------------------------------------------
+
+    @property
+    def active(self) -> Segment:
+        return self.segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.segments[-1].next_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        hw = self.high_watermark
+        if self.first_unstable_offset is None:
+            return hw
+        return min(hw, self.first_unstable_offset)
+
+    def earliest(self) -> int:
+        return self.log_start_offset
+
+    def latest(self) -> int:
+        return self.log_end_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    # --- append ---------------------------------------------------------------------------------
+
+    def append(self, batch) -> AppendInfo:
+        """Append one record batch; its base offset (and for LogAppendTime its timestamp) is set here.
+
+        ``batch`` is modified in place when writable (bytearray, writable memoryview); other
+        buffers are copied first.  Raises CorruptRecordError for a malformed batch or a bad CRC
+        and KafkaError(MESSAGE_TOO_LARGE) above ``max.message.bytes``.
+        """
+        buf = _writable(batch)
+        header = read_header(buf, 0)
+        if header.size != len(buf):
+            raise CorruptRecordError("append takes exactly one whole record batch")
+        return self._append(buf, [(0, header)])
+
+    def append_batches(self, batches) -> AppendInfo:
+        """Append a concatenation of record batches (offsets assigned consecutively)."""
+        buf = _writable(batches)
+        found = list(iter_batches(buf))
+        end = found[-1][0] + found[-1][1].size if found else 0
+        if not found or end != len(buf):
+            raise CorruptRecordError("buffer is not a whole number of record batches")
+        return self._append(buf, found)
+
+    def _append(self, buf, batches: list[tuple[int, BatchHeader]]) -> AppendInfo:
+        self._check_open()
+        config = self.config
+        for pos, h in batches:
+            if h.size > config.max_message_bytes:
+                raise KafkaError(ErrorCode.MESSAGE_SIZE_TOO_LARGE,
+                                 f"record batch of {h.size} bytes exceeds max.message.bytes")
+            if h.record_count != h.last_offset_delta + 1:
+                raise CorruptRecordError("record count does not match the last offset delta")
+            if compute_crc(buf, pos, h.size) != h.crc:
+                raise CorruptRecordError("record batch CRC mismatch")
+        now = self._now()
+        span = sum(h.last_offset_delta + 1 for _, h in batches)
+        self._roll_if_needed(len(buf), span, now)
+        seg = self.active
+        offset = seg.next_offset
+        first_offset = offset
+        max_ts = -1
+        log_append = config.log_append_time
+        notes = []
+        for pos, h in batches:
+            set_base_offset(buf, pos, offset)
+            ts = h.max_timestamp
+            if log_append:
+                attributes = _INT16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)[0] | TIMESTAMP_TYPE_BIT
+                _INT16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
+                _INT64.pack_into(buf, pos + 35, now)
+                set_crc(buf, pos)
+                ts = now
+            max_ts = max(max_ts, ts)
+            next_offset = offset + h.last_offset_delta + 1
+            notes.append((seg.size + pos, offset, next_offset, ts, h.size))
+            offset = next_offset
+        try:
+            seg.write(buf)
+        except OSError as exc:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"cannot write {seg.log_path}: {exc}") from exc
+        interval = config.index_interval_bytes
+        for note in notes:
+            seg.note_batch(*note, interval)
+        self._unflushed += span
+        if self._first_unflushed_ms is None:
+            self._first_unflushed_ms = now
+        if self._unflushed >= config.flush_messages or now - self._first_unflushed_ms >= config.flush_ms:
+            self.flush()
+        return AppendInfo(first_offset, offset - 1, max_ts, now if log_append else -1)
+
+    # --- roll -----------------------------------------------------------------------------------
+
+    def _roll_if_needed(self, size: int, span: int, now: int) -> None:
+        seg = self.active
+        if seg.size == 0:
+            return
+        config = self.config
+        if (seg.size + size > config.segment_bytes
+                or now - self._roll_base(seg) > config.segment_ms
+                or (len(seg.index) + 1) * seg.index.entry_size > config.segment_index_bytes
+                or (len(seg.time_index) + 1) * seg.time_index.entry_size > config.segment_index_bytes
+                or seg.next_offset + span - 1 - seg.base_offset > _MAX_RELATIVE_OFFSET):
+            self.roll()
+
+    @staticmethod
+    def _roll_base(seg: Segment) -> int:
+        # Kafka measures segment.ms from the first batch's timestamp; a producer replaying old
+        # timestamps would then roll on every append, so this uses the creation time instead.
+        return seg.created_ms
+
+    def maybe_roll(self) -> bool:
+        """Timer entry point: roll an old non-empty active segment (segment.ms)."""
+        seg = self.active
+        if seg.size and self._now() - self._roll_base(seg) > self.config.segment_ms:
+            self.roll()
+            return True
+        return False
+
+    def roll(self) -> Segment:
+        """Close the active segment (fsynced, indexes written) and start a new one at the LEO.
+
+        Syncing here is what lets recovery trust every closed segment after a crash.
+        """
+        self._check_open()
+        old = self.active
+        if old.size == 0:
+            return old
+        old.sync()
+        old.close()
+        new = Segment.create(self.directory, old.next_offset, self._now())
+        self.segments.append(new)
+        self._bases.append(new.base_offset)
+        self.recovery_point = max(self.recovery_point, new.base_offset)
+        self._write_checkpoint(clean=False)
+        return new
+
+    # --- flush ----------------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """fsync every segment with unsynced data; the recovery point moves to the LEO."""
+        for seg in self.segments:
+            if seg.unsynced:
+                seg.sync()
+        self.recovery_point = self.log_end_offset
+        self._unflushed = 0
+        self._first_unflushed_ms = None
+
+    def maybe_flush(self) -> bool:
+        """Timer entry point: flush when the oldest unflushed append is flush.ms old."""
+        if self._first_unflushed_ms is not None and self._now() - self._first_unflushed_ms >= self.config.flush_ms:
+            self.flush()
+            return True
+        return False
+
+    # --- read -----------------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> list[memoryview]:
+        """Whole batches from the one containing ``offset``, as views of the segment files.
+
+        The first batch is returned whole even when larger than ``max_bytes`` (KIP-74); no batch
+        reaching ``max_offset`` (the broker passes HW or LSO) is returned.  An empty list means
+        nothing to read yet.  The views stay valid after retention or compaction removed the data.
+        """
+        self._check_open()
+        leo = self.log_end_offset
+        if offset < self.log_start_offset or offset > leo:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"offset {offset} is outside [{self.log_start_offset}, {leo}]")
+        limit = leo if max_offset is None else min(max_offset, leo)
+        if offset >= limit:
+            return []
+        out: list[memoryview] = []
+        taken = 0
+        i = max(bisect_right(self._bases, offset) - 1, 0)
+        segments = self.segments
+        while i < len(segments):
+            seg = segments[i]
+            pos = seg.find(offset)
+            if pos is not None:
+                n, stopped = seg.collect(pos, max_bytes - taken, limit, out, first=not out)
+                taken += n
+                if stopped:
+                    break
+            i += 1
+        return out
+
+    def iter_batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, memoryview]]:
+        """Every batch holding an offset >= max(start_offset, log start), as (header, view)."""
+        start = max(start_offset, self.log_start_offset)
+        i = max(bisect_right(self._bases, start) - 1, 0)
+        for seg in list(self.segments[i:]):
+            pos = seg.find(start)
+            if pos is None:
+                continue
+            buf = seg.buffer()
+            for pos, header in seg.iter_positions(pos):
+                yield header, buf[pos:pos + header.size]
+
+    # --- offsets by time ------------------------------------------------------------------------
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp``, or None."""
+        start = self.log_start_offset
+        for seg in list(self.segments):
+            if seg.size == 0 or seg.max_timestamp < timestamp or seg.next_offset <= start:
+                continue
+            from_offset = seg.time_index.lookup_before(timestamp)
+            pos = 0 if from_offset is None else seg.index.lookup(from_offset)[1]
+            buf = seg.buffer()
+            for pos, h in seg.iter_positions(pos):
+                if h.last_offset < start or h.max_timestamp < timestamp:
+                    continue
+                found = _first_record_at(buf[pos:pos + h.size], h, timestamp, start)
+                if found is not None:
+                    return found
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record carrying the largest timestamp, or None."""
+        best = None
+        for seg in self.segments:
+            if seg.size and seg.max_timestamp >= 0 and seg.next_offset > self.log_start_offset:
+                if best is None or seg.max_timestamp > best.max_timestamp:
+                    best = seg
+        if best is None:
+            return None
+        pos = best.find(best.offset_of_max_timestamp)
+        if pos is not None:
+            buf = best.buffer()
+            h = read_header(buf, pos)
+            found = _first_record_at(buf[pos:pos + h.size], h, best.max_timestamp, self.log_start_offset)
+            if found is not None:
+                return found
+        return max(best.offset_of_max_timestamp, self.log_start_offset), best.max_timestamp
+
+    # --- deletion -------------------------------------------------------------------------------
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: move the log start to ``offset`` (-1 = HW); returns the new log start."""
+        self._check_open()
+        hw = self.high_watermark
+        if offset == -1:
+            offset = hw
+        if offset < 0 or offset > hw:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"cannot delete records up to {offset}: high watermark is {hw}")
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            active = self.active
+            self._delete_prefix([s for s in self.segments
+                                 if s.next_offset <= offset and not (s is active and s.size == 0)])
+            self._write_checkpoint(clean=False)
+        return self.log_start_offset
+
+    def apply_retention(self) -> int:
+        """Delete the oldest whole segments beyond retention.ms / retention.bytes; returns how many."""
+        self._check_open()
+        config = self.config
+        if not config.delete:
+            return 0
+        now = self._now()
+        doomed: list[Segment] = []
+        if config.retention_ms >= 0:
+            for seg in self.segments:
+                if seg.size == 0:
+                    if seg is self.active:
+                        break
+                elif now - seg.largest_timestamp <= config.retention_ms:
+                    break
+                doomed.append(seg)
+        if config.retention_bytes >= 0:
+            excess = self.size_bytes - config.retention_bytes
+            by_size = []
+            for seg in self.segments:
+                if (seg.size == 0 and seg is self.active) or excess - seg.size < 0:
+                    break
+                excess -= seg.size
+                by_size.append(seg)
+            if len(by_size) > len(doomed):
+                doomed = by_size
+        if not doomed:
+            return 0
+        self._delete_prefix(doomed)
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        self._write_checkpoint(clean=False)
+        return len(doomed)
+
+    def _delete_prefix(self, doomed: list[Segment]) -> None:
+        if not doomed:
+            return
+        if doomed[-1] is self.active:
+            self.roll()  # never leave the log without an active segment
+        for seg in doomed:
+            seg.delete_files()
+        n = len(doomed)
+        del self.segments[:n]
+        del self._bases[:n]
+
+    # --- compaction -----------------------------------------------------------------------------
+
+    def compact(self) -> int:
+        """Compact the closed segments now (cleanup.policy=compact); returns bytes reclaimed."""
+        from .cleaner import compact_log
+
+        self._check_open()
+        return compact_log(self)
+
+    def needs_compaction(self) -> bool:
+        from .cleaner import needs_compaction
+
+        return self.config.compact and needs_compaction(self)
+
+    def _replace_segment(self, old: Segment, new: Segment | None) -> None:
+        """Swap in a rewritten segment (or drop it when nothing survived)."""
+        i = self.segments.index(old)
+        if new is None:
+            del self.segments[i]
+            del self._bases[i]
+        else:
+            self.segments[i] = new
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+
+    def close(self) -> None:
+        """Flush everything, write the indexes and mark the shutdown clean."""
+        if self._closed:
+            return
+        for seg in self.segments:
+            seg.sync()
+        self.recovery_point = self.log_end_offset
+        self._write_checkpoint(clean=True)
+        for seg in self.segments:
+            seg.release()
+        self._closed = True
+
+    def delete(self) -> None:
+        """Remove the partition and all its files."""
+        for seg in self.segments:
+            seg.release()
+        self._closed = True
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"log {self.directory} is closed")
+
+    def _write_checkpoint(self, clean: bool) -> None:
+        write_checkpoint(self.directory, Checkpoint(self.log_start_offset, self.recovery_point,
+                                                    self.cleaned_offset, clean))
+
+    # --- opening --------------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        directory = self.directory
+        bases = set()
+        for name in os.listdir(directory):
+            path = os.path.join(directory, name)
+            if name.endswith((CLEANED_SUFFIX, ".tmp", ".swap", ".deleted")):
+                os.unlink(path)  # leftovers of an interrupted compaction or checkpoint write
+                continue
+            m = _SEGMENT_FILE.match(name)
+            if m and m.group(2) == "log":
+                bases.add(int(m.group(1)))
+        for name in os.listdir(directory):
+            m = _SEGMENT_FILE.match(name)
+            if m and int(m.group(1)) not in bases:
+                os.unlink(os.path.join(directory, name))  # an index without its log
+        cp = read_checkpoint(directory)
+        interval = self.config.index_interval_bytes
+        ordered = sorted(bases)
+        segments: list[Segment] = []
+        for i, base in enumerate(ordered):
+            seg = Segment(directory, base)
+            next_base = ordered[i + 1] if i + 1 < len(ordered) else None
+            if cp is not None and (cp.clean_shutdown or (next_base is not None and next_base <= cp.recovery_point)):
+                cut = seg.load_trusted(next_base, interval)
+            else:
+                # Without a checkpoint we cannot tell which closed segments the cleaner rewrote
+                # (they may have offset gaps), so only the last one must be gap-free.
+                strict = cp is not None or next_base is None
+                before = os.path.getsize(seg.log_path)
+                cut = seg.recover(interval, strict)
+                self.recovered_bytes_cut += before - seg.size
+            segments.append(seg)
+            if cut:
+                for later in ordered[i + 1:]:
+                    doomed = Segment(directory, later)
+                    self.recovered_bytes_cut += os.path.getsize(doomed.log_path)
+                    doomed.delete_files()
+                break
+        self.segments = segments
+        self._bases = [s.base_offset for s in segments]
+        log_start = cp.log_start if cp is not None else 0
+        if segments:
+            log_start = max(log_start, segments[0].base_offset)
+        self.cleaned_offset = cp.cleaned_offset if cp is not None else 0
+        if not segments or log_start > segments[-1].next_offset:
+            # Nothing left at or above the log start (e.g. a crash lost the tail after
+            # DeleteRecords moved the start): start empty there, offsets never go back.
+            for seg in segments:
+                seg.delete_files()
+            self.segments = [Segment.create(directory, log_start, self._now())]
+            self._bases = [log_start]
+        self.log_start_offset = log_start
+        self.segments[-1].open_for_append()
+        self.segments[-1].created_ms = _roll_base_for_loaded(self.segments[-1], self._now())
+        self._delete_prefix([s for s in self.segments[:-1] if s.next_offset <= log_start])
+        for seg in self.segments:
+            seg.write_indexes()
+            seg.sync()
+            if seg is not self.active:
+                seg.release()
+            else:
+                seg._map = None
+                seg._view = None
+                seg._mapped = 0
+        self.recovery_point = self.log_end_offset
+        self._write_checkpoint(clean=False)
+
+
+def _roll_base_for_loaded(seg: Segment, now: int) -> int:
+    if seg.size == 0:
+        return now
+    if seg.first_batch_timestamp is not None and seg.first_batch_timestamp >= 0:
+        return min(seg.first_batch_timestamp, seg.created_ms)
+    return seg.created_ms
+
+
+def _writable(batch):
+    if isinstance(batch, bytearray):
+        return batch
+    if isinstance(batch, memoryview) and not batch.readonly and batch.contiguous:
+        return batch.cast("B") if batch.format != "B" else batch
+    return bytearray(batch)
+
+
+def _first_record_at(batch, header: BatchHeader, timestamp: int, min_offset: int) -> tuple[int, int] | None:
+    if header.timestamp_type == 1:
+        # LogAppendTime: every record of the batch carries the batch's max timestamp.
+        if header.max_timestamp >= timestamp:
+            return max(header.base_offset, min_offset), header.max_timestamp
+        return None
+    for record in iter_records(batch):
+        if record.offset >= min_offset and record.timestamp >= timestamp:
+            return record.offset, record.timestamp
+    return None

@@ -1,0 +1,357 @@
+"""One segment: an append-only ``.log`` file of record batches plus its two sparse indexes.
+
+Reads are served from a read-only ``mmap`` of the log file.  The active segment grows, so the
+mapping is replaced by a larger one when a read reaches past it; the old mapping stays alive as
+long as some memoryview handed to a caller still points into it.  A mapped file is never shortened
+while the broker runs (only recovery, before anything is mapped, truncates), so a view can never
+fault.  Retention and compaction unlink or replace files; existing mappings keep the old inode.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+
+from protocol.errors import CorruptRecordError
+from protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, compute_crc, read_header
+
+from .index import OffsetIndex, TimeIndex
+
+# Fields the read path needs, without building a BatchHeader: base offset, batch length, and the
+# last offset delta at byte 23; max timestamp at byte 35.
+_BASE_LEN = struct.Struct(">qi")
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+CLEANED_SUFFIX = ".cleaned"
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}"
+
+
+class Segment:
+    def __init__(self, directory: str, base_offset: int):
+        self.directory = directory
+        self.base_offset = base_offset
+        stem = os.path.join(directory, segment_name(base_offset))
+        self.log_path = stem + LOG_SUFFIX
+        self.index = OffsetIndex(stem + INDEX_SUFFIX, base_offset)
+        self.time_index = TimeIndex(stem + TIME_INDEX_SUFFIX, base_offset)
+        self.size = 0
+        self.next_offset = base_offset  # one past the last offset stored here
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = -1  # base offset of the batch holding max_timestamp
+        self.first_batch_timestamp: int | None = None  # what segment.ms measures from
+        self.created_ms = 0
+        self.bytes_since_index = 0
+        self.fd: int | None = None
+        self.unsynced = False
+        self._map: mmap.mmap | None = None
+        self._view: memoryview | None = None
+        self._mapped = 0
+
+    def __repr__(self) -> str:
+        return f"Segment({self.base_offset}, size={self.size}, next={self.next_offset})"
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, directory: str, base_offset: int, now_ms: int) -> "Segment":
+        seg = cls(directory, base_offset)
+        seg.created_ms = now_ms
+        seg.fd = os.open(seg.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        for path in (seg.index.path, seg.time_index.path):
+            if os.path.exists(path):
+                os.unlink(path)
+        return seg
+
+    def open_for_append(self) -> None:
+        if self.fd is None:
+            self.fd = os.open(self.log_path, os.O_RDWR)
+
+    def close(self) -> None:
+        """Release the write descriptor (the segment is no longer active, or the log closes)."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def release(self) -> None:
+        """Forget our mapping and descriptor; views already handed out keep theirs alive."""
+        self.close()
+        self._map = None
+        self._view = None
+        self._mapped = 0
+
+    def delete_files(self) -> None:
+        self.release()
+        for path in (self.log_path, self.index.path, self.time_index.path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+    @property
+    def is_empty(self) -> bool:
+        return self.size == 0
+
+    @property
+    def largest_timestamp(self) -> int:
+        """What time-based retention compares with: newest record time, else file mtime."""
+        if self.max_timestamp >= 0:
+            return self.max_timestamp
+        try:
+            return int(os.stat(self.log_path).st_mtime * 1000)
+        except FileNotFoundError:
+            return self.created_ms
+
+    # --- writing --------------------------------------------------------------------------------
+
+    def write(self, data) -> None:
+        """Write ``data`` at the end of the file; on failure cut back so no torn batch remains."""
+        start = self.size
+        view = memoryview(data)
+        pos = start
+        try:
+            while view:
+                n = os.pwrite(self.fd, view, pos)
+                pos += n
+                view = view[n:]
+        except OSError:
+            try:
+                os.ftruncate(self.fd, start)
+            except OSError:
+                pass
+            raise
+        self.size = pos
+        self.unsynced = True
+
+    def note_batch(self, position: int, base_offset: int, next_offset: int, max_timestamp: int,
+                   size: int, interval: int) -> None:
+        """Account a batch written at ``position``: stats and sparse index entries."""
+        if self.first_batch_timestamp is None:
+            self.first_batch_timestamp = max_timestamp
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = base_offset
+        self.next_offset = next_offset
+        self.bytes_since_index += size
+        if position == 0 or self.bytes_since_index >= interval:
+            self.index.append(base_offset, position)
+            if self.max_timestamp >= 0:
+                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.bytes_since_index = 0
+
+    def sync(self) -> None:
+        """fsync the log and persist the indexes (they follow the log; a stale one is rebuilt)."""
+        if self.unsynced:
+            if self.fd is not None:
+                os.fsync(self.fd)
+            else:
+                fd = os.open(self.log_path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            self.unsynced = False
+        self.index.write_pending(sync=True)
+        self.time_index.write_pending(sync=True)
+
+    def write_indexes(self) -> None:
+        self.index.write_pending(sync=False)
+        self.time_index.write_pending(sync=False)
+
+    # --- reading --------------------------------------------------------------------------------
+
+    def buffer(self) -> memoryview:
+        """A view of the whole log file as it is now (remapped if the file grew)."""
+        if self._mapped < self.size:
+            fd = os.open(self.log_path, os.O_RDONLY)
+            try:
+                self._map = mmap.mmap(fd, self.size, access=mmap.ACCESS_READ)
+            finally:
+                os.close(fd)
+            self._view = memoryview(self._map)
+            self._mapped = self.size
+        if self._view is None:
+            return memoryview(b"")
+        return self._view
+
+    def find(self, offset: int) -> int | None:
+        """Position of the first batch whose last offset is >= ``offset``; None when there is none."""
+        if offset >= self.next_offset or self.size == 0:
+            return None
+        _, pos = self.index.lookup(offset)
+        buf = self.buffer()
+        size = self.size
+        while pos < size:
+            base, length = _BASE_LEN.unpack_from(buf, pos)
+            if base + _INT32.unpack_from(buf, pos + 23)[0] >= offset:
+                return pos
+            pos += length + LOG_OVERHEAD
+        return None
+
+    def collect(self, pos: int, budget: int, max_offset: int, out: list, first: bool) -> tuple[int, bool]:
+        """Append views of whole batches from ``pos`` to ``out``.
+
+        Stops before a batch that reaches ``max_offset`` or would exceed ``budget`` bytes (the very
+        first batch of a read is taken whatever its size, KIP-74).  Contiguous batches go out as
+        one view.  Returns (bytes taken, True when stopped by budget or max_offset).
+        """
+        buf = self.buffer()
+        size = self.size
+        start = pos
+        taken = 0
+        stopped = False
+        while pos < size:
+            base, length = _BASE_LEN.unpack_from(buf, pos)
+            if base + _INT32.unpack_from(buf, pos + 23)[0] >= max_offset:
+                stopped = True
+                break
+            n = length + LOG_OVERHEAD
+            if taken + n > budget and not (first and taken == 0):
+                stopped = True
+                break
+            taken += n
+            pos += n
+        if pos > start:
+            out.append(buf[start:pos])
+        return taken, stopped
+
+    def iter_positions(self, start_pos: int = 0):
+        """Yield (position, BatchHeader) of every batch from ``start_pos``."""
+        buf = self.buffer()
+        pos = start_pos
+        size = self.size
+        while pos < size:
+            header = read_header(buf, pos)
+            yield pos, header
+            pos += header.size
+
+    def max_timestamp_at(self, pos: int) -> int:
+        return _INT64.unpack_from(self.buffer(), pos + 35)[0]
+
+    # --- opening existing files -----------------------------------------------------------------
+
+    def load_trusted(self, next_segment_base: int | None, interval: int) -> bool:
+        """Open a segment known to be flushed: trust the log, reuse the indexes when sane.
+
+        Returns True when an unreadable tail had to be cut (it should not happen to a flushed
+        segment, but an unparseable header must never be served).
+        """
+        self.size = os.path.getsize(self.log_path)
+        self.created_ms = int(os.path.getmtime(self.log_path) * 1000)
+        ok = self.index.load(self.size, next_segment_base) and self.time_index.load(next_segment_base)
+        if not ok:
+            self.index.clear()
+            self.time_index.clear()
+            return self._cut(self._scan(0, interval, validate=False, expected=None))
+        last_off, last_pos = self.index.last()
+        last_time = self.time_index.last()
+        if last_time is not None:
+            self.max_timestamp, self.offset_of_max_timestamp = last_time
+        if self.size == 0:
+            return False
+        try:
+            first = read_header(self.buffer(), 0)
+            self.first_batch_timestamp = first.max_timestamp
+            header = read_header(self.buffer(), last_pos)
+        except CorruptRecordError:
+            header = None
+        if header is None or header.base_offset != last_off:
+            self.index.clear()
+            self.time_index.clear()
+            self._reset_stats()
+            return self._cut(self._scan(0, interval, validate=False, expected=None))
+        # Batches after the last index entry are not indexed yet (or the entry is the last batch).
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+            self.offset_of_max_timestamp = header.base_offset
+        self.next_offset = header.next_offset
+        self.bytes_since_index = 0
+        return self._cut(self._scan(last_pos + header.size, interval, validate=False, expected=None))
+
+    def _cut(self, end: int) -> bool:
+        if end < self.size:
+            self.truncate(end)
+            return True
+        return False
+
+    def recover(self, interval: int, strict: bool) -> bool:
+        """Validate every batch (CRC, offsets), rebuild the indexes, cut at the first bad batch.
+
+        ``strict`` demands contiguous offsets starting at the segment's base offset, which holds
+        for every segment the cleaner has not rewritten.  Returns True when bytes were cut.
+        """
+        self.size = os.path.getsize(self.log_path)
+        self.created_ms = int(os.path.getmtime(self.log_path) * 1000)
+        self.index.clear()
+        self.time_index.clear()
+        self._reset_stats()
+        end = self._scan(0, interval, validate=True, expected=self.base_offset if strict else None,
+                         strict=strict)
+        # Whatever survived a process crash sits in the page cache, maybe not on disk yet.
+        self.unsynced = True
+        return self._cut(end)
+
+    def truncate(self, position: int) -> None:
+        """Cut the log at ``position`` (only before anything is mapped for readers)."""
+        self._map = None
+        self._view = None
+        self._mapped = 0
+        fd = os.open(self.log_path, os.O_RDWR)
+        try:
+            os.ftruncate(fd, position)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self.size = position
+        self.index.truncate_to_position(position)
+        self.time_index.truncate_to_offset(self.next_offset)
+
+    def _reset_stats(self) -> None:
+        self.next_offset = self.base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = -1
+        self.first_batch_timestamp = None
+        self.bytes_since_index = 0
+
+    def _scan(self, pos: int, interval: int, validate: bool, expected: int | None,
+              strict: bool = False) -> int:
+        """Index batches from ``pos``; return the end of the last acceptable batch."""
+        if self.size == 0:
+            return 0
+        buf = self.buffer()
+        size = self.size
+        floor = self.next_offset if expected is None else expected
+        while pos < size:
+            if size - pos < BATCH_HEADER_SIZE:
+                break
+            batch_length = _INT32.unpack_from(buf, pos + 8)[0]
+            if batch_length < MIN_BATCH_LENGTH or pos + batch_length + LOG_OVERHEAD > size:
+                break
+            try:
+                header = read_header(buf, pos)
+            except CorruptRecordError:
+                break
+            if validate:
+                if compute_crc(buf, pos, header.size) != header.crc:
+                    break
+                if header.record_count != header.last_offset_delta + 1 and strict:
+                    break
+                if header.base_offset < floor or (strict and header.base_offset != floor):
+                    break
+                if header.last_offset_delta > 2147483647 - 1:
+                    break
+            elif header.base_offset < floor:
+                break
+            self.note_batch(pos, header.base_offset, header.next_offset, header.max_timestamp,
+                            header.size, interval)
+            floor = header.next_offset
+            pos += header.size
+        del buf
+        return pos
