@@ -1,0 +1,798 @@
+"""Kafka's topic and broker configs as the admin APIs report and validate them.
+
+One table per resource type: each ``ConfigKey`` has Kafka's name, ConfigDef type, default,
+validator and a short description of our own (DescribeConfigs v3 ``include_documentation``).
+Parsing follows Kafka's ``ConfigDef.parseType`` and the error texts are Kafka's
+``ConfigException`` format, "Invalid value X for configuration Y: reason", because clients and
+tools print them verbatim.
+
+How a topic value is resolved (Kafka's ``KafkaConfigSchema.resolveEffectiveTopicConfig``): the
+topic's own override (source DYNAMIC_TOPIC_CONFIG), else its broker synonyms in priority order
+(``TOPIC_SYNONYMS``: retention.ms <- log.retention.ms, log.retention.minutes,
+log.retention.hours) looked up first in the per-broker dynamic configs, then the cluster-wide
+dynamic default, then the static broker config, else the topic default.  DescribeConfigs reports
+the synonyms the way Kafka's ``ConfigHelper`` does, including its quirk of dropping leading
+synonyms whose name is not the first broker name (so retention.ms with only the
+log.retention.hours default shows no synonyms at all, as on a real broker).
+
+Dynamic broker configs (KIP-226) live in ``DynamicBrokerConfigs``: the per-broker resource
+("1") and the cluster default (""), persisted as JSON in the data directory and pushed into the
+running ``BrokerConfig`` so the rest of the broker sees the effective value.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any, Callable, Iterable, Mapping
+
+log = logging.getLogger(__name__)
+
+LONG_MAX = 9223372036854775807
+LONG_MIN = -9223372036854775808
+INT_MAX = 2147483647
+INT_MIN = -2147483648
+
+
+class ResourceType(IntEnum):
+    """Kafka's ConfigResource.Type ids (not the ACL ResourceType ids)."""
+
+    UNKNOWN = 0
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
+
+
+class ConfigSource(IntEnum):
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
+
+
+class ConfigType(IntEnum):
+    UNKNOWN = 0
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+class AlterConfigOp(IntEnum):
+    """IncrementalAlterConfigs config_operation."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+class ConfigError(ValueError):
+    """A config name or value Kafka rejects; the message is Kafka's text (INVALID_CONFIG)."""
+
+
+def invalid_value(name: str, value: Any, reason: str | None = None) -> ConfigError:
+    # Kafka's ConfigException(name, value, message) format.
+    shown = _java_str(value)
+    return ConfigError(f"Invalid value {shown} for configuration {name}" + (f": {reason}" if reason else ""))
+
+
+def _java_str(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(value) + "]"
+    if isinstance(value, float):
+        return _double_str(value)
+    return str(value)
+
+
+def _double_str(value: float) -> str:
+    # Java's Double.toString for the values configs use: "0.5", "1.0".
+    text = repr(float(value))
+    return text if ("." in text or "e" in text or "n" in text) else text + ".0"
+
+
+# -- parsing (ConfigDef.parseType) ---------------------------------------------------------
+
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_DOUBLE_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[dDfF]?")
+_LIST_SPLIT = re.compile(r"\s*,\s*")
+
+_INT_BOUNDS = {ConfigType.INT: (INT_MIN, INT_MAX), ConfigType.SHORT: (-32768, 32767),
+               ConfigType.LONG: (LONG_MIN, LONG_MAX)}
+
+
+def parse_typed(name: str, type_: ConfigType, raw: str) -> Any:
+    """A string value as Kafka's ConfigDef type; ConfigError with Kafka's message otherwise."""
+    text = raw.strip()
+    if type_ is ConfigType.BOOLEAN:
+        low = text.lower()
+        if low == "true":
+            return True
+        if low == "false":
+            return False
+        raise invalid_value(name, raw, "Expected value to be either true or false")
+    if type_ in _INT_BOUNDS:
+        lo, hi = _INT_BOUNDS[type_]
+        if not _INT_RE.fullmatch(text) or not lo <= int(text) <= hi:
+            raise invalid_value(name, raw, f"Not a number of type {type_.name}")
+        return int(text)
+    if type_ is ConfigType.DOUBLE:
+        if not _DOUBLE_RE.fullmatch(text):
+            raise invalid_value(name, raw, "Not a number of type DOUBLE")
+        return float(text.rstrip("dDfF"))
+    if type_ is ConfigType.LIST:
+        return [] if not text else _LIST_SPLIT.split(text)
+    return text
+
+
+def to_string(type_: ConfigType, value: Any) -> str | None:
+    """Kafka's ConfigDef.convertToString: how a typed value is reported."""
+    if value is None:
+        return None
+    if type_ is ConfigType.LIST:
+        return ",".join(value) if isinstance(value, list) else str(value)
+    if type_ is ConfigType.BOOLEAN:
+        return "true" if value else "false"
+    if type_ is ConfigType.DOUBLE:
+        return _double_str(value)
+    return str(value)
+
+
+# -- validators (ConfigDef.Range / ValidString / ValidList) -------------------------------
+
+Validator = Callable[[str, Any], None]
+
+
+def at_least(minimum: int | float) -> Validator:
+    def check(name: str, value: Any) -> None:
+        if value < minimum:
+            raise invalid_value(name, value, f"Value must be at least {_java_str(minimum)}")
+    return check
+
+
+def between(low: int | float, high: int | float) -> Validator:
+    def check(name: str, value: Any) -> None:
+        if value < low:
+            raise invalid_value(name, value, f"Value must be at least {_java_str(low)}")
+        if value > high:
+            raise invalid_value(name, value, f"Value must be no more than {_java_str(high)}")
+    return check
+
+
+def one_of(*allowed: str) -> Validator:
+    def check(name: str, value: Any) -> None:
+        if value not in allowed:
+            raise invalid_value(name, value, "String must be one of: " + ", ".join(allowed))
+    return check
+
+
+def each_one_of(*allowed: str) -> Validator:
+    single = one_of(*allowed)
+
+    def check(name: str, value: Any) -> None:
+        for item in value:
+            single(name, item)
+    return check
+
+
+def _gzip_level(name: str, value: Any) -> None:
+    if value != -1 and not 1 <= value <= 9:
+        raise invalid_value(name, value, "Value must be between 1 and 9 or equal to -1")
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    type: ConfigType
+    default: Any  # typed value, or None for Kafka's "null" defaults
+    doc: str
+    validator: Validator | None = None
+    dynamic: bool = False  # broker configs only: changeable with (Incremental)AlterConfigs
+
+    @property
+    def sensitive(self) -> bool:
+        return self.type is ConfigType.PASSWORD
+
+    def parse(self, raw: str) -> Any:
+        value = parse_typed(self.name, self.type, raw)
+        if self.validator is not None:
+            self.validator(self.name, value)
+        return value
+
+    def canonical(self, raw: str) -> str:
+        """Validate ``raw`` and return it as Kafka would report it ("compact, delete" -> "compact,delete")."""
+        return to_string(self.type, self.parse(raw))
+
+    @property
+    def default_string(self) -> str | None:
+        return to_string(self.type, self.default)
+
+
+T = ConfigType
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+CLEANUP_POLICIES = ("compact", "delete")
+
+
+def _k(name, type_, default, doc, validator=None, dynamic=False) -> ConfigKey:
+    return ConfigKey(name, type_, default, doc, validator, dynamic)
+
+
+# Topic configs of Kafka 4.0 plus message.downconversion.enable (3.9, still accepted).
+# segment.bytes keeps 3.9's floor of 14 bytes: tests roll tiny segments on purpose.
+TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
+    _k("cleanup.policy", T.LIST, ["delete"], "Retention policy for old segments: delete (by time/size), "
+       "compact (keep the last record per key) or both.", each_one_of(*CLEANUP_POLICIES)),
+    _k("compression.gzip.level", T.INT, -1, "Compression level when compression.type is gzip.", _gzip_level),
+    _k("compression.lz4.level", T.INT, 9, "Compression level when compression.type is lz4.", between(1, 17)),
+    _k("compression.type", T.STRING, "producer", "Final compression of the topic's batches; 'producer' keeps "
+       "what the producer sent.", one_of(*COMPRESSION_TYPES)),
+    _k("compression.zstd.level", T.INT, 3, "Compression level when compression.type is zstd.",
+       between(-131072, 22)),
+    _k("delete.retention.ms", T.LONG, 86400000, "How long delete tombstones stay readable in a compacted "
+       "topic.", at_least(0)),
+    _k("file.delete.delay.ms", T.LONG, 60000, "Wait before a deleted segment file is removed from disk.",
+       at_least(0)),
+    _k("flush.messages", T.LONG, LONG_MAX, "Force an fsync after this many messages.", at_least(1)),
+    _k("flush.ms", T.LONG, LONG_MAX, "Force an fsync after this much time.", at_least(0)),
+    _k("follower.replication.throttled.replicas", T.LIST, [], "Replicas throttled on the follower side "
+       "(replication; informational on a single node)."),
+    _k("index.interval.bytes", T.INT, 4096, "Bytes between two offset index entries.", at_least(0)),
+    _k("leader.replication.throttled.replicas", T.LIST, [], "Replicas throttled on the leader side "
+       "(replication; informational on a single node)."),
+    _k("local.retention.bytes", T.LONG, -2, "Local size retention with tiered storage; -2 follows "
+       "retention.bytes.", at_least(-2)),
+    _k("local.retention.ms", T.LONG, -2, "Local time retention with tiered storage; -2 follows retention.ms.",
+       at_least(-2)),
+    _k("max.compaction.lag.ms", T.LONG, LONG_MAX, "Longest time a record stays uncompacted.", at_least(1)),
+    _k("max.message.bytes", T.INT, 1048588, "Largest record batch the topic accepts.", at_least(0)),
+    _k("message.downconversion.enable", T.BOOLEAN, True, "Kafka 3.x: whether old consumers get "
+       "down-converted batches (no effect here; 4.0 removed it)."),
+    _k("message.timestamp.after.max.ms", T.LONG, LONG_MAX, "How far in the future a CreateTime timestamp may "
+       "be.", at_least(0)),
+    _k("message.timestamp.before.max.ms", T.LONG, LONG_MAX, "How far in the past a CreateTime timestamp may "
+       "be.", at_least(0)),
+    _k("message.timestamp.type", T.STRING, "CreateTime", "CreateTime keeps the producer's timestamps; "
+       "LogAppendTime stamps batches on append.", one_of(*TIMESTAMP_TYPES)),
+    _k("min.cleanable.dirty.ratio", T.DOUBLE, 0.5, "Dirty fraction of the log that triggers compaction.",
+       between(0, 1)),
+    _k("min.compaction.lag.ms", T.LONG, 0, "Shortest time a record stays uncompacted.", at_least(0)),
+    _k("min.insync.replicas", T.INT, 1, "Replicas that must acknowledge an acks=all write (always met on a "
+       "single node).", at_least(1)),
+    _k("preallocate", T.BOOLEAN, False, "Preallocate segment files."),
+    _k("remote.log.copy.disable", T.BOOLEAN, False, "Tiered storage: stop copying segments to remote storage."),
+    _k("remote.log.delete.on.disable", T.BOOLEAN, False, "Tiered storage: delete remote data when disabled."),
+    _k("remote.storage.enable", T.BOOLEAN, False, "Tiered storage for the topic (not supported here)."),
+    _k("retention.bytes", T.LONG, -1, "Largest size of a partition before old segments are deleted; -1 "
+       "means no limit."),
+    _k("retention.ms", T.LONG, 604800000, "How long segments are kept before deletion; -1 means forever.",
+       at_least(-1)),
+    _k("segment.bytes", T.INT, 1073741824, "Size at which a segment file is rolled.", at_least(14)),
+    _k("segment.index.bytes", T.INT, 10485760, "Size of a segment's offset index.", at_least(4)),
+    _k("segment.jitter.ms", T.LONG, 0, "Random jitter subtracted from segment.ms.", at_least(0)),
+    _k("segment.ms", T.LONG, 604800000, "Age at which a segment is rolled even if not full.", at_least(1)),
+    _k("unclean.leader.election.enable", T.BOOLEAN, False, "Allow an out-of-sync replica to become leader "
+       "(meaningless on a single node)."),
+)}
+
+_HOURS = 3600 * 1000
+_MINUTES = 60 * 1000
+
+# Topic config -> broker configs supplying its default, first wins, with the factor that turns
+# the broker unit into the topic unit (Kafka's ServerTopicConfigSynonyms).
+TOPIC_SYNONYMS: dict[str, tuple[tuple[str, int], ...]] = {
+    "segment.bytes": (("log.segment.bytes", 1),),
+    "segment.ms": (("log.roll.ms", 1), ("log.roll.hours", _HOURS)),
+    "segment.jitter.ms": (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", _HOURS)),
+    "segment.index.bytes": (("log.index.size.max.bytes", 1),),
+    "flush.messages": (("log.flush.interval.messages", 1),),
+    "flush.ms": (("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1)),
+    "retention.bytes": (("log.retention.bytes", 1),),
+    "retention.ms": (("log.retention.ms", 1), ("log.retention.minutes", _MINUTES),
+                     ("log.retention.hours", _HOURS)),
+    "max.message.bytes": (("message.max.bytes", 1),),
+    "index.interval.bytes": (("log.index.interval.bytes", 1),),
+    "delete.retention.ms": (("log.cleaner.delete.retention.ms", 1),),
+    "min.compaction.lag.ms": (("log.cleaner.min.compaction.lag.ms", 1),),
+    "max.compaction.lag.ms": (("log.cleaner.max.compaction.lag.ms", 1),),
+    "file.delete.delay.ms": (("log.segment.delete.delay.ms", 1),),
+    "min.cleanable.dirty.ratio": (("log.cleaner.min.cleanable.ratio", 1),),
+    "cleanup.policy": (("log.cleanup.policy", 1),),
+    "unclean.leader.election.enable": (("unclean.leader.election.enable", 1),),
+    "min.insync.replicas": (("min.insync.replicas", 1),),
+    "compression.type": (("compression.type", 1),),
+    "compression.gzip.level": (("compression.gzip.level", 1),),
+    "compression.lz4.level": (("compression.lz4.level", 1),),
+    "compression.zstd.level": (("compression.zstd.level", 1),),
+    "preallocate": (("log.preallocate", 1),),
+    "message.downconversion.enable": (("log.message.downconversion.enable", 1),),
+    "message.timestamp.type": (("log.message.timestamp.type", 1),),
+    "message.timestamp.before.max.ms": (("log.message.timestamp.before.max.ms", 1),),
+    "message.timestamp.after.max.ms": (("log.message.timestamp.after.max.ms", 1),),
+    "local.retention.ms": (("log.local.retention.ms", 1),),
+    "local.retention.bytes": (("log.local.retention.bytes", 1),),
+}
+
+# Broker configs that Kafka treats as one setting in several units
+# (DynamicBrokerConfig.brokerConfigSynonyms), most specific first.
+_BROKER_SYNONYM_GROUPS = (
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+)
+BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {}
+for _group in _BROKER_SYNONYM_GROUPS:
+    for _name in _group:
+        # Kafka lists log.flush.interval.ms's group only under log.flush.interval.ms itself.
+        if _name != "log.flush.scheduler.interval.ms":
+            BROKER_SYNONYMS[_name] = _group
+
+# Broker configs with Kafka's types, defaults and dynamic flags.  Defaults are what this broker
+# uses (group.initial.rebalance.delay.ms is 0 here on purpose, offsets.topic.replication.factor 1
+# on a single node); names BrokerConfig knows but this table lacks are added read-only below.
+BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
+    _k("node.id", T.INT, 1, "This broker's node id."),
+    _k("broker.id", T.INT, 1, "This broker's id (same as node.id)."),
+    _k("listeners", T.STRING, None, "Listener the broker binds (from --host/--port)."),
+    _k("advertised.listeners", T.STRING, None, "Listener advertised to clients in Metadata."),
+    _k("log.dirs", T.STRING, None, "Data directory holding the partition logs."),
+    _k("auto.create.topics.enable", T.BOOLEAN, True, "Create unknown topics named in Metadata requests."),
+    _k("num.partitions", T.INT, 1, "Partitions of a topic created without a partition count.", at_least(1)),
+    _k("default.replication.factor", T.INT, 1, "Replication factor of topics created without one."),
+    _k("delete.topic.enable", T.BOOLEAN, True, "Whether DeleteTopics may delete topics."),
+    _k("message.max.bytes", T.INT, 1048588, "Largest record batch the broker accepts (topic: "
+       "max.message.bytes).", at_least(0), True),
+    _k("socket.request.max.bytes", T.INT, 104857600, "Largest request the broker reads.", at_least(1)),
+    _k("log.segment.bytes", T.INT, 1073741824, "Segment size (topic: segment.bytes).", at_least(14), True),
+    _k("log.roll.ms", T.LONG, None, "Segment age before rolling (topic: segment.ms); null uses log.roll.hours.",
+       None, True),
+    _k("log.roll.hours", T.INT, 168, "Segment age in hours before rolling, when log.roll.ms is not set.",
+       at_least(1)),
+    _k("log.roll.jitter.ms", T.LONG, None, "Jitter subtracted from the roll time (topic: segment.jitter.ms).",
+       None, True),
+    _k("log.roll.jitter.hours", T.INT, 0, "Roll jitter in hours, when log.roll.jitter.ms is not set.",
+       at_least(0)),
+    _k("log.retention.ms", T.LONG, None, "Time retention (topic: retention.ms); null uses "
+       "log.retention.minutes or log.retention.hours.", None, True),
+    _k("log.retention.minutes", T.INT, None, "Time retention in minutes, when log.retention.ms is not set."),
+    _k("log.retention.hours", T.INT, 168, "Time retention in hours, when neither log.retention.ms nor "
+       "log.retention.minutes is set."),
+    _k("log.retention.bytes", T.LONG, -1, "Size retention per partition (topic: retention.bytes).", None, True),
+    _k("log.retention.check.interval.ms", T.LONG, 300000, "How often retention runs.", at_least(1)),
+    _k("log.cleanup.policy", T.LIST, ["delete"], "Default cleanup policy (topic: cleanup.policy).",
+       each_one_of(*CLEANUP_POLICIES), True),
+    _k("log.cleaner.delete.retention.ms", T.LONG, 86400000, "Tombstone retention (topic: "
+       "delete.retention.ms).", at_least(0), True),
+    _k("log.cleaner.min.compaction.lag.ms", T.LONG, 0, "Topic: min.compaction.lag.ms.", at_least(0), True),
+    _k("log.cleaner.max.compaction.lag.ms", T.LONG, LONG_MAX, "Topic: max.compaction.lag.ms.", at_least(1),
+       True),
+    _k("log.cleaner.min.cleanable.ratio", T.DOUBLE, 0.5, "Topic: min.cleanable.dirty.ratio.", between(0, 1),
+       True),
+    _k("log.index.size.max.bytes", T.INT, 10485760, "Topic: segment.index.bytes.", at_least(4), True),
+    _k("log.index.interval.bytes", T.INT, 4096, "Topic: index.interval.bytes.", at_least(0), True),
+    _k("log.flush.interval.messages", T.LONG, LONG_MAX, "Topic: flush.messages.", at_least(1), True),
+    _k("log.flush.interval.ms", T.LONG, None, "Topic: flush.ms; null uses log.flush.scheduler.interval.ms.",
+       None, True),
+    _k("log.flush.scheduler.interval.ms", T.LONG, LONG_MAX, "How often the flusher checks logs."),
+    _k("log.segment.delete.delay.ms", T.LONG, 60000, "Topic: file.delete.delay.ms.", at_least(0), True),
+    _k("log.preallocate", T.BOOLEAN, False, "Topic: preallocate.", None, True),
+    _k("log.message.timestamp.type", T.STRING, "CreateTime", "Topic: message.timestamp.type.",
+       one_of(*TIMESTAMP_TYPES), True),
+    _k("log.message.timestamp.before.max.ms", T.LONG, LONG_MAX, "Topic: message.timestamp.before.max.ms.",
+       at_least(0), True),
+    _k("log.message.timestamp.after.max.ms", T.LONG, LONG_MAX, "Topic: message.timestamp.after.max.ms.",
+       at_least(0), True),
+    _k("log.message.downconversion.enable", T.BOOLEAN, True, "Topic: message.downconversion.enable.", None,
+       True),
+    _k("log.local.retention.ms", T.LONG, -2, "Topic: local.retention.ms.", at_least(-2), True),
+    _k("log.local.retention.bytes", T.LONG, -2, "Topic: local.retention.bytes.", at_least(-2), True),
+    _k("compression.type", T.STRING, "producer", "Topic: compression.type.", one_of(*COMPRESSION_TYPES), True),
+    _k("compression.gzip.level", T.INT, -1, "Topic: compression.gzip.level.", _gzip_level, True),
+    _k("compression.lz4.level", T.INT, 9, "Topic: compression.lz4.level.", between(1, 17), True),
+    _k("compression.zstd.level", T.INT, 3, "Topic: compression.zstd.level.", between(-131072, 22), True),
+    _k("min.insync.replicas", T.INT, 1, "Topic: min.insync.replicas.", at_least(1), True),
+    _k("unclean.leader.election.enable", T.BOOLEAN, False, "Topic: unclean.leader.election.enable.", None,
+       True),
+    _k("offsets.topic.num.partitions", T.INT, 50, "Partitions of __consumer_offsets.", at_least(1)),
+    _k("offsets.topic.replication.factor", T.SHORT, 1, "Replication factor of __consumer_offsets."),
+    _k("offsets.topic.segment.bytes", T.INT, 104857600, "Segment size of __consumer_offsets.", at_least(1)),
+    _k("offsets.retention.minutes", T.INT, 10080, "How long committed offsets of empty groups are kept.",
+       at_least(1)),
+    _k("offsets.retention.check.interval.ms", T.LONG, 600000, "How often expired offsets are removed.",
+       at_least(1)),
+    _k("group.initial.rebalance.delay.ms", T.INT, 0, "Wait before the first rebalance of an empty group "
+       "(Kafka's default is 3000)."),
+    _k("group.min.session.timeout.ms", T.INT, 6000, "Smallest session timeout a member may ask for."),
+    _k("group.max.session.timeout.ms", T.INT, 1800000, "Largest session timeout a member may ask for."),
+    _k("group.max.size", T.INT, INT_MAX, "Most members in one consumer group.", at_least(1)),
+    _k("transactional.id.expiration.ms", T.INT, 604800000, "How long an idle transactional id is kept.",
+       at_least(1)),
+    _k("transaction.max.timeout.ms", T.INT, 900000, "Largest transaction timeout a producer may ask for.",
+       at_least(1)),
+    _k("producer.id.expiration.ms", T.INT, 86400000, "How long an idle producer's state is kept.",
+       at_least(-1), True),
+    _k("num.io.threads", T.INT, 8, "Request handler threads (one event loop here).", at_least(1), True),
+    _k("num.network.threads", T.INT, 3, "Network threads (one event loop here).", at_least(1), True),
+)}
+
+
+def _complete_broker_table() -> None:
+    # Anything broker.config knows but this table lacks is still described, read-only.
+    try:
+        from broker.config import BROKER_SETTINGS
+    except Exception:  # pragma: no cover - broker.config is written in parallel
+        return
+    types = {"boolean": T.BOOLEAN, "int": T.INT, "long": T.LONG, "short": T.SHORT, "double": T.DOUBLE,
+             "string": T.STRING, "list": T.LIST, "class": T.CLASS, "password": T.PASSWORD}
+    for name, setting in BROKER_SETTINGS.items():
+        if name in BROKER_CONFIGS:
+            continue
+        type_ = types.get(getattr(setting, "type", "string"), T.STRING)
+        default = setting.default
+        if type_ is T.LIST and isinstance(default, str):
+            default = [p for p in _LIST_SPLIT.split(default.strip()) if p] if default.strip() else []
+        BROKER_CONFIGS[name] = ConfigKey(name, type_, default, getattr(setting, "doc", ""), None, False)
+
+
+_complete_broker_table()
+
+DYNAMIC_BROKER_CONFIGS = frozenset(k.name for k in BROKER_CONFIGS.values() if k.dynamic)
+
+
+# -- topic names --------------------------------------------------------------------------
+
+MAX_TOPIC_NAME_LENGTH = 249
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def topic_name_problem(name: str | None) -> str | None:
+    """Kafka's Topic.validate message for an illegal topic name, or None if it is legal."""
+    if name is None or name == "":
+        reason = "the empty string is not allowed"
+    elif name == ".":
+        reason = "'.' is not allowed"
+    elif name == "..":
+        reason = "'..' is not allowed"
+    elif len(name) > MAX_TOPIC_NAME_LENGTH:
+        reason = f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
+    elif not _LEGAL_TOPIC.fullmatch(name):
+        reason = f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+    else:
+        return None
+    return "Topic name is invalid: " + reason
+
+
+def collision_key(name: str) -> str:
+    """'.' and '_' collide in metric names, so Kafka refuses a.b next to a_b."""
+    return name.replace(".", "_")
+
+
+# -- topic config validation --------------------------------------------------------------
+
+def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
+    """Check a full set of topic overrides (names, types, ranges and cross-checks).
+
+    Returns the canonical strings to store; raises ConfigError with Kafka's message.
+    """
+    nulls = [name for name, value in configs.items() if value is None]
+    if nulls:
+        raise ConfigError("Null value not supported for topic configs: " + ",".join(nulls))
+    for name in configs:
+        if name not in TOPIC_CONFIGS:
+            raise ConfigError(f"Unknown topic config name: {name}")
+    parsed = {name: TOPIC_CONFIGS[name].parse(value) for name, value in configs.items()}
+    min_lag = parsed.get("min.compaction.lag.ms", TOPIC_CONFIGS["min.compaction.lag.ms"].default)
+    max_lag = parsed.get("max.compaction.lag.ms", TOPIC_CONFIGS["max.compaction.lag.ms"].default)
+    if min_lag > max_lag:
+        raise ConfigError(f"conflict topic config setting min.compaction.lag.ms ({min_lag}) > "
+                          f"max.compaction.lag.ms ({max_lag})")
+    if parsed.get("remote.storage.enable"):
+        raise ConfigError("Tiered Storage functionality is disabled in the broker. "
+                          "Topic cannot be configured with remote log storage.")
+    return {name: to_string(TOPIC_CONFIGS[name].type, value) for name, value in parsed.items()}
+
+
+def apply_incremental(current: Mapping[str, str], ops: Iterable[tuple[str, int, str | None]],
+                      defaults: Mapping[str, ConfigKey]) -> dict[str, str]:
+    """Apply IncrementalAlterConfigs operations to a resource's override map.
+
+    ``ops`` are (name, operation, value).  APPEND/SUBTRACT work on LIST configs, starting from
+    the current override or the config's default, as Kafka's controller does.
+    """
+    result = dict(current)
+    for name, op, value in ops:
+        if op == AlterConfigOp.SET:
+            result[name] = value
+        elif op == AlterConfigOp.DELETE:
+            result.pop(name, None)
+        elif op in (AlterConfigOp.APPEND, AlterConfigOp.SUBTRACT):
+            key = defaults.get(name)
+            if key is None or key.type is not ConfigType.LIST:
+                verb = AlterConfigOp(op).name
+                raise ConfigError(f"Can't {verb} to key {name} because its type is not LIST.")
+            base = result.get(name)
+            if base is None:
+                base = key.default_string or ""
+            parts = [p for p in base.split(",") if p]
+            for item in (value or "").split(","):
+                if op == AlterConfigOp.APPEND:
+                    if item not in parts:
+                        parts.append(item)
+                elif item in parts:
+                    parts.remove(item)
+            result[name] = ",".join(parts)
+        else:
+            raise ConfigError(f"Unknown operations type {op}")
+    return result
+
+
+# -- dynamic broker configs ---------------------------------------------------------------
+
+DYNAMIC_CONFIG_FILE = "dynamic-broker-configs.json"
+
+
+def scala_set(names: Iterable[str]) -> str:
+    return "Set(" + ", ".join(names) + ")"
+
+
+def validate_broker_changes(props: Mapping[str, str]) -> dict[str, str]:
+    """Kafka's DynamicBrokerConfig.validate for a resource's new dynamic set.
+
+    Raises ConfigError whose message Kafka answers with INVALID_REQUEST (KAFKA-13609 keeps it
+    that way).  Names we do not know are refused like read-only ones: this broker cannot honour a
+    setting it does not have.
+    """
+    non_dynamic = [name for name in props if name not in DYNAMIC_BROKER_CONFIGS]
+    if non_dynamic:
+        raise ConfigError("Cannot update these configs dynamically: " + scala_set(non_dynamic))
+    return {name: BROKER_CONFIGS[name].canonical(value) for name, value in props.items()}
+
+
+class DynamicBrokerConfigs:
+    """The KIP-226 dynamic broker configs: one per-broker set and the cluster-wide default.
+
+    ``static`` is the snapshot of the settings given at start-up (file, environment, flags),
+    taken before any dynamic change is pushed into the BrokerConfig.
+    """
+
+    def __init__(self, broker_config: Any, path: str | None = None):
+        self.config = broker_config
+        self.path = path
+        self.static: dict[str, str] = {}
+        overrides = getattr(broker_config, "overrides", None) or {}
+        for name, value in overrides.items():
+            key = BROKER_CONFIGS.get(name)
+            if key is not None and value is not None:
+                self.static[name] = _stringify(key, value)
+        self._static_typed = dict(overrides)
+        self.per_broker: dict[str, str] = {}
+        self.cluster_default: dict[str, str] = {}
+        if path:
+            self._load()
+        self._push(set(self.per_broker) | set(self.cluster_default))
+
+    def resource(self, per_broker: bool) -> dict[str, str]:
+        return self.per_broker if per_broker else self.cluster_default
+
+    def replace(self, per_broker: bool, configs: Mapping[str, str]) -> None:
+        old = self.resource(per_broker)
+        changed = set(old) | set(configs)
+        if per_broker:
+            self.per_broker = dict(configs)
+        else:
+            self.cluster_default = dict(configs)
+        self._save()
+        self._push(changed)
+
+    def effective(self, name: str) -> str | None:
+        for layer in (self.per_broker, self.cluster_default, self.static):
+            if name in layer:
+                return layer[name]
+        return None
+
+    def _push(self, names: Iterable[str]) -> None:
+        # Make the running broker see the effective value of every changed name.
+        setter = getattr(self.config, "set", None)
+        unsetter = getattr(self.config, "unset", None)
+        for name in names:
+            dynamic = self.per_broker.get(name, self.cluster_default.get(name))
+            try:
+                if dynamic is not None:
+                    if setter is not None:
+                        setter(name, dynamic)
+                elif name in self._static_typed:
+                    overrides = getattr(self.config, "overrides", None)
+                    if overrides is not None:
+                        overrides[name] = self._static_typed[name]
+                elif unsetter is not None:
+                    unsetter(name)
+            except Exception as exc:  # a name broker.config does not know: described, not applied
+                log.debug("dynamic config %s not applied to BrokerConfig: %s", name, exc)
+
+    def _load(self) -> None:
+        try:
+            with open(self.path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring unreadable %s: %s", self.path, exc)
+            return
+        self.per_broker = {str(k): str(v) for k, v in (data.get("broker") or {}).items()}
+        self.cluster_default = {str(k): str(v) for k, v in (data.get("default") or {}).items()}
+
+    def _save(self) -> None:
+        if not self.path:
+            return
+        tmp = self.path + ".tmp"
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"broker": self.per_broker, "default": self.cluster_default}, fh, sort_keys=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+
+
+def _stringify(key: ConfigKey, value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            return key.canonical(value)
+        except ConfigError:
+            return value
+    return to_string(key.type, value)
+
+
+def dynamic_configs(broker: Any) -> DynamicBrokerConfigs:
+    """The broker's DynamicBrokerConfigs, created (and loaded from the data dir) on first use."""
+    store = getattr(broker, "dynamic_configs", None)
+    if store is None:
+        config = broker.config
+        data_dir = getattr(config, "data_dir", None)
+        path = os.path.join(data_dir, DYNAMIC_CONFIG_FILE) if data_dir else None
+        store = DynamicBrokerConfigs(config, path)
+        try:
+            broker.dynamic_configs = store
+        except AttributeError:  # a slotted Broker: keep it on the config instead
+            pass
+    return store
+
+
+# -- DescribeConfigs entries --------------------------------------------------------------
+
+def _synonym(name: str, value: str | None, source: ConfigSource, sensitive: bool) -> dict:
+    return {"name": name, "value": None if sensitive else value, "source": int(source)}
+
+
+def broker_synonyms(name: str, names: Iterable[str], store: DynamicBrokerConfigs, sensitive: bool) -> list[dict]:
+    """Kafka's ConfigHelper.configSynonyms: every layer holding one of ``names``, by priority."""
+    names = list(names)
+    out: list[dict] = []
+    layers = ((store.per_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+              (store.cluster_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+              (store.static, ConfigSource.STATIC_BROKER_CONFIG))
+    for layer, source in layers:
+        for n in names:
+            if n in layer:
+                out.append(_synonym(n, layer[n], source, sensitive))
+    for n in names:
+        key = BROKER_CONFIGS.get(n)
+        if key is not None and key.default is not None:
+            out.append(_synonym(n, key.default_string, ConfigSource.DEFAULT_CONFIG, sensitive))
+    # Kafka drops leading entries that are not the described name itself.
+    while out and out[0]["name"] != name:
+        out.pop(0)
+    return out
+
+
+def topic_value(name: str, overrides: Mapping[str, str], store: DynamicBrokerConfigs) -> tuple[str | None, ConfigSource]:
+    """Effective value of a topic config and where it came from (KafkaConfigSchema's order)."""
+    key = TOPIC_CONFIGS[name]
+    if name in overrides:
+        return _stringify(key, overrides[name]), ConfigSource.DYNAMIC_TOPIC_CONFIG
+    synonyms = TOPIC_SYNONYMS.get(name, ())
+    layers = ((store.per_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+              (store.cluster_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+              (store.static, ConfigSource.STATIC_BROKER_CONFIG))
+    for layer, source in layers:
+        for broker_name, factor in synonyms:
+            if broker_name in layer:
+                value = layer[broker_name]
+                if factor != 1:
+                    value = str(int(value) * factor)
+                return value, source
+    return key.default_string, ConfigSource.DEFAULT_CONFIG
+
+
+def topic_entry(name: str, overrides: Mapping[str, str], store: DynamicBrokerConfigs,
+                include_synonyms: bool, include_documentation: bool) -> dict:
+    """One DescribeConfigs result entry for a topic config (Kafka's createTopicConfigEntry)."""
+    key = TOPIC_CONFIGS[name]
+    value, _ = topic_value(name, overrides, store)
+    # Kafka's value comes from LogConfig (which already folded the broker layers in), while
+    # the reported source is the head of the synonym list.
+    synonyms: list[dict] = []
+    broker_names = TOPIC_SYNONYMS.get(name)
+    if broker_names:
+        first = broker_names[0][0]
+        synonyms = broker_synonyms(first, BROKER_SYNONYMS.get(first, (first,)), store, key.sensitive)
+    if name in overrides:
+        synonyms.insert(0, _synonym(name, value, ConfigSource.DYNAMIC_TOPIC_CONFIG, key.sensitive))
+    source = synonyms[0]["source"] if synonyms else int(ConfigSource.DEFAULT_CONFIG)
+    return {
+        "name": name,
+        "value": None if key.sensitive else value,
+        "read_only": False,
+        "is_default": source == ConfigSource.DEFAULT_CONFIG,
+        "config_source": source,
+        "is_sensitive": key.sensitive,
+        "synonyms": synonyms if include_synonyms else [],
+        "config_type": int(key.type),
+        "documentation": key.doc if include_documentation else None,
+    }
+
+
+def broker_value(name: str, store: DynamicBrokerConfigs) -> str | None:
+    """Current value of a broker config as this broker runs with it."""
+    value = store.effective(name)
+    if value is not None:
+        return value
+    key = BROKER_CONFIGS[name]
+    config = store.config
+    if name in ("node.id", "broker.id"):
+        return str(getattr(config, "node_id", key.default))
+    if name == "log.dirs":
+        return getattr(config, "data_dir", None)
+    if name == "listeners":
+        host, port = getattr(config, "host", None), getattr(config, "port", None)
+        return f"PLAINTEXT://{host}:{port}" if host is not None else None
+    if name == "advertised.listeners":
+        advertised = getattr(config, "advertised", None)
+        return f"PLAINTEXT://{advertised[0]}:{advertised[1]}" if advertised else None
+    return key.default_string
+
+
+def broker_entry(name: str, store: DynamicBrokerConfigs, per_broker: bool,
+                 include_synonyms: bool, include_documentation: bool) -> dict:
+    """One DescribeConfigs entry for a broker config (Kafka's createBrokerConfigEntry)."""
+    key = BROKER_CONFIGS[name]
+    synonyms = broker_synonyms(name, BROKER_SYNONYMS.get(name, (name,)), store, key.sensitive)
+    if per_broker:
+        value = broker_value(name, store)
+    else:
+        synonyms = [s for s in synonyms if s["source"] == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]
+        value = store.cluster_default.get(name)
+    # Settings that only exist at run time (listeners, log.dirs, node.id) are static.
+    if per_broker and not synonyms and value is not None and key.default is None:
+        synonyms = [_synonym(name, value, ConfigSource.STATIC_BROKER_CONFIG, key.sensitive)]
+    source = synonyms[0]["source"] if synonyms else int(ConfigSource.DEFAULT_CONFIG)
+    return {
+        "name": name,
+        "value": None if key.sensitive else value,
+        "read_only": not key.dynamic,
+        "is_default": source == ConfigSource.DEFAULT_CONFIG,
+        "config_source": source,
+        "is_sensitive": key.sensitive,
+        "synonyms": synonyms if include_synonyms else [],
+        "config_type": int(key.type),
+        "documentation": key.doc if include_documentation else None,
+    }
