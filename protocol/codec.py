@@ -106,10 +106,8 @@ def _rs(buf, pos, n):
 def _rns(buf, pos, n):
     (ln,) = _I16.unpack_from(buf, pos)
     pos += 2
-    if ln < 0:
-        if ln == -1:
-            return None, pos
-        raise ProtocolError("negative string length")
+    if ln < 0:  # Kafka reads any negative length as null
+        return None, pos
     end = pos + ln
     if end > n:
         raise _trunc()
@@ -150,10 +148,8 @@ def _rb(buf, pos, n):
 def _rnb(buf, pos, n):
     (ln,) = _I32.unpack_from(buf, pos)
     pos += 4
-    if ln < 0:
-        if ln == -1:
-            return None, pos
-        raise ProtocolError("negative bytes length")
+    if ln < 0:  # Kafka reads any negative length as null
+        return None, pos
     end = pos + ln
     if end > n:
         raise _trunc()
@@ -184,7 +180,7 @@ def _rr(mv, pos, n, nullable):
     (ln,) = _I32.unpack_from(mv, pos)
     pos += 4
     if ln < 0:
-        if ln == -1 and nullable:
+        if nullable:  # Kafka reads any negative length as null
             return None, pos
         raise ProtocolError("negative records length")
     end = pos + ln

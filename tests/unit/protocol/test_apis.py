@@ -1,0 +1,93 @@
+"""SERVE (the Serve column of shared/PROTOCOL.md) and the ApiRegistry that ApiVersions comes from."""
+
+from __future__ import annotations
+
+import pytest
+
+from protocol import codec, specs
+from protocol.apis import SERVE, ApiRegistry, api_versions_error_response
+
+
+def test_serve_column():
+    expected = {
+        0: (0, 11), 1: (4, 12), 2: (1, 7), 3: (0, 12), 8: (2, 9), 9: (1, 9), 10: (0, 4), 11: (0, 9),
+        12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7),
+        20: (1, 6), 21: (0, 2), 22: (0, 5), 23: (2, 4), 24: (0, 3), 25: (0, 4), 26: (0, 4), 28: (0, 4),
+        32: (1, 4), 33: (0, 2), 35: (1, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2), 44: (0, 1), 47: (0, 0),
+        60: (0, 1), 61: (0, 0), 65: (0, 0), 66: (0, 1),
+    }
+    assert SERVE == expected
+
+
+def test_internal_and_unadvertised_apis_are_not_served():
+    for key in (27, 68, 69, 71, 75):
+        assert key not in SERVE
+
+
+def test_serve_is_inside_what_the_specs_describe():
+    for key, (lo, hi) in SERVE.items():
+        for kind in ("request", "response"):
+            spec = specs.message(key, kind)
+            assert spec is not None, key
+            spec_lo, spec_hi = spec.valid
+            assert hi <= spec_hi
+            # only Produce goes below the 4.x floor (v0-2, see apis.py)
+            assert lo >= spec_lo or key == 0
+
+
+def test_register_and_lookup():
+    reg = ApiRegistry()
+
+    def handler(ctx, body):
+        return body
+
+    reg.register(3, 0, 12, handler)
+    assert reg.lookup(3, 0) is handler and reg.lookup(3, 12) is handler
+    assert reg.lookup(3, 13) is None
+    assert reg.lookup(1, 12) is None
+    assert 3 in reg and 1 not in reg
+    assert reg.version_range(3) == (0, 12)
+
+
+@pytest.mark.parametrize("key,lo,hi", [(3, 0, 13), (1, 3, 12), (27, 1, 1), (999, 0, 0), (3, 5, 4)])
+def test_register_outside_serve_is_refused(key, lo, hi):
+    with pytest.raises(ValueError):
+        ApiRegistry().register(key, lo, hi, lambda ctx, body: None)
+
+
+def test_register_twice_is_refused():
+    reg = ApiRegistry()
+    reg.register(18, 0, 4, object())
+    with pytest.raises(ValueError):
+        reg.register(18, 0, 3, object())
+
+
+def test_api_versions_body_comes_only_from_registrations():
+    reg = ApiRegistry()
+    assert reg.api_versions_body()["api_keys"] == []
+    reg.register(18, 0, 4, object())
+    reg.register(3, 1, 9, object())
+    reg.register(0, 3, 11, object())
+    body = reg.api_versions_body()
+    assert body["error_code"] == 0
+    assert body["api_keys"] == [
+        {"api_key": 0, "min_version": 3, "max_version": 11},
+        {"api_key": 3, "min_version": 1, "max_version": 9},
+        {"api_key": 18, "min_version": 0, "max_version": 4},
+    ]
+    assert reg.api_versions_body(error_code=35)["error_code"] == 35
+    # it encodes at every ApiVersions version and reads back the same ranges
+    for v in range(5):
+        frame = b"".join(bytes(c) for c in codec.encode_response(18, v, 1, body))[4:]
+        _, got = codec.decode_response(18, v, frame)
+        assert got["api_keys"] == body["api_keys"]
+
+
+def test_api_versions_error_response_is_readable_by_kafka_python():
+    from kafka.protocol.metadata import ApiVersionsResponse
+
+    frame = b"".join(api_versions_error_response(11, 0, 4))
+    decoded = ApiVersionsResponse[4].decode(frame[4:], header=True)
+    assert decoded.header.correlation_id == 11
+    assert decoded.error_code == 35
+    assert [(k.api_key, k.min_version, k.max_version) for k in decoded.api_keys] == [(18, 0, 4)]
