@@ -1,6 +1,84 @@
-"""Storage: partition logs on append-only segment files, and the metadata log (placeholder docstring)."""
+"""Storage: partition logs on append-only segment files, and the metadata log.
 
-from .config import LogConfig
+No asyncio here: the broker calls these objects from its event loop (single-threaded, no locks).
+Clocks are injected (``now_ms`` returns int milliseconds) and every path is explicit.
+
+What the broker uses
+====================
+
+``LogConfig`` (storage/config.py)
+    Frozen dataclass of the topic settings, attributes named after Kafka's (dots -> underscores):
+    segment_bytes (1 GiB), segment_ms (7 d), segment_index_bytes (10 MiB), index_interval_bytes
+    (4096), retention_ms (7 d, -1 forever), retention_bytes (-1), cleanup_policy ("delete",
+    "compact" or "compact,delete"), delete_retention_ms (1 d), min_compaction_lag_ms (0),
+    min_cleanable_dirty_ratio (0.5), flush_messages (Long.MAX), flush_ms (1000, see below),
+    message_timestamp_type ("CreateTime" | "LogAppendTime"), max_message_bytes (1048588).
+    ``LogConfig.from_kafka({"segment.bytes": "1000", ...}, base=None)`` parses strings or values
+    (ValueError -> INVALID_CONFIG); ``topic_names(d)`` maps broker synonyms (log.segment.bytes ...).
+
+    Flush policy: an append is always written to the OS before it returns, so a broker crash
+    (even kill -9) never loses an acknowledged write.  fsync happens when the oldest unflushed
+    append is ``flush.ms`` old (checked on append and by ``maybe_flush``), when
+    ``flush.messages`` appends are unflushed, on every segment roll and on close.  The dev
+    default flush.ms=1000 bounds what a power loss can take to about a second; Kafka's own
+    default (Long.MAX, rely on replicas) is accepted too.
+
+``PartitionLog(directory, config: LogConfig | dict, now_ms=None)`` (storage/log.py)
+    ``append(batch) -> AppendInfo(base_offset, last_offset, max_timestamp, log_append_time)``:
+    one whole v2 batch (bytearray or writable memoryview, patched in place; other buffers are
+    copied).  Checks header, record count vs last offset delta and CRC (CorruptRecordError), size
+    vs max.message.bytes (KafkaError MESSAGE_TOO_LARGE); assigns offsets; with LogAppendTime sets
+    max timestamp and attribute bit 3 and recomputes the CRC (log_append_time is -1 otherwise).
+    ``append_batches(buf)``: the same for a concatenation of batches.
+
+    ``read(offset, max_bytes, max_offset=None) -> list[memoryview]``: zero-copy views of the
+    segment files (mmap) holding whole batches, starting at the batch that contains ``offset``;
+    the first batch is whole even when larger than max_bytes (KIP-74), no batch whose last
+    offset reaches ``max_offset`` (pass HW or LSO) is included; contiguous batches come as one
+    view, a read may span segments; ``[]`` at the end.  Raises KafkaError(OFFSET_OUT_OF_RANGE)
+    when offset < log_start_offset or offset > log_end_offset.  The total size is
+    ``sum(len(v) for v in views)``.  Views stay valid even after retention/compaction.
+
+    Offsets: ``log_start_offset``, ``log_end_offset``, ``high_watermark`` (== LEO: one node, the
+    write is as durable as the policy promises before append returns), ``last_stable_offset``
+    (== HW unless ``first_unstable_offset`` is set by transaction code).  ``earliest()``,
+    ``latest()``, ``offset_for_timestamp(ts) -> (offset, timestamp) | None`` (first record with
+    timestamp >= ts, via the time index), ``max_timestamp_offset() -> (offset, ts) | None``.
+
+    ``delete_records(offset) -> new log start`` (-1 = HW; OFFSET_OUT_OF_RANGE above HW).
+    ``iter_batches(start_offset=0)`` yields ``(BatchHeader, memoryview)`` from the batch holding
+    max(start_offset, log start): producer-state rebuild and coordinator loading.
+    Maintenance: ``maybe_roll()``, ``roll()``, ``apply_retention()``, ``compact()``,
+    ``needs_compaction()``, ``maybe_flush()``, ``flush()``.  ``close()`` (flush + clean-shutdown
+    mark), ``delete()`` (remove the directory).  ``update_config(LogConfig)``.
+
+``LogManager(data_dir, default_config: dict | LogConfig, now_ms=None)`` (storage/manager.py)
+    Opens (and recovers) every ``<topic>-<partition>`` directory at start.
+    ``get_or_create(topic, partition, topic_configs=None)``, ``open_topic(topic, n, configs)``,
+    ``get(topic, partition) -> PartitionLog | None``, ``logs() -> {(topic, p): PartitionLog}``,
+    ``topics()``, ``update_config(topic, configs)`` (alias ``update_topic_config``),
+    ``delete_topic(topic)``, ``tick(now_ms=None)`` (roll/flush/retention for all, at most one
+    compaction), ``flush()``, ``close()``.  After replaying the metadata log the controller
+    should ``delete_topic`` any topic in ``topics()`` it does not know (a crash between the
+    metadata record and the directory removal leaves one behind).
+
+``MetadataLog(path, now_ms=None)`` (storage/metadata_log.py)
+    ``append(record: dict)`` returns after fsync; ``replay()`` (alias ``records()``) gives every
+    record in order; a torn tail is cut on open; ``close()``.  Put it at
+    ``<data_dir>/metadata.log`` (a file, so the LogManager never mistakes it for a partition).
+
+On disk
+=======
+``<topic>-<partition>/00000000000000000000.log`` (record batches exactly as stored),
+``.index`` (sparse offset index), ``.timeindex`` (time index) per segment, named by base offset;
+``partition.checkpoint`` (log start, recovery point, cleaner offset, clean-shutdown flag).  See
+storage/segment.py, storage/index.py, storage/checkpoint.py, storage/log.py (recovery) and
+storage/cleaner.py (compaction) for the formats and the reasoning.
+"""
+
+from .config import LogConfig, topic_names
 from .log import AppendInfo, PartitionLog
+from .manager import LogManager
+from .metadata_log import MetadataLog
 
-__all__ = ["AppendInfo", "LogConfig", "PartitionLog"]
+__all__ = ["AppendInfo", "LogConfig", "LogManager", "MetadataLog", "PartitionLog", "topic_names"]

@@ -98,6 +98,32 @@ class LogConfig:
 
 _FIELD_TYPES = {f.name: f.type for f in fields(LogConfig)}
 
+# Broker-level settings that supply the topic defaults (Kafka's documented synonyms).
+BROKER_SYNONYMS = {
+    "log.segment.bytes": "segment.bytes",
+    "log.roll.ms": "segment.ms",
+    "log.index.size.max.bytes": "segment.index.bytes",
+    "log.index.interval.bytes": "index.interval.bytes",
+    "log.retention.ms": "retention.ms",
+    "log.retention.bytes": "retention.bytes",
+    "log.cleanup.policy": "cleanup.policy",
+    "log.cleaner.delete.retention.ms": "delete.retention.ms",
+    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
+    "log.flush.interval.messages": "flush.messages",
+    "log.flush.interval.ms": "flush.ms",
+    "log.message.timestamp.type": "message.timestamp.type",
+    "message.max.bytes": "max.message.bytes",
+}
+
+
+def topic_names(configs: dict | None) -> dict:
+    """Translate broker-level names (log.segment.bytes ...) to topic names; topic names pass through."""
+    configs = configs or {}
+    out = {BROKER_SYNONYMS[name]: value for name, value in configs.items() if name in BROKER_SYNONYMS}
+    out.update((name, value) for name, value in configs.items() if name not in BROKER_SYNONYMS)
+    return out
+
 
 def _parse(name: str, kind: str, raw):
     try:
@@ -107,6 +133,8 @@ def _parse(name: str, kind: str, raw):
             return int(raw)
         if kind == "float":
             return float(raw)
+        if isinstance(raw, (list, tuple, set, frozenset)):
+            raw = ",".join(str(p) for p in raw)
         value = str(raw).strip()
         if name == "cleanup.policy":
             value = ",".join(sorted(p.strip() for p in value.split(",") if p.strip()))

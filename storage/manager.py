@@ -1,0 +1,142 @@
+"""LogManager: every partition log under one data directory.
+
+Layout: ``<data_dir>/<topic>-<partition>/`` per partition (the partition is the part after the last
+``-``; topic names may contain ``-`` themselves).  Directories are opened, and recovered when the
+last shutdown was not clean, when the manager starts, with the default config; the broker then
+hands each topic's effective settings through ``get_or_create``/``open_topic``/``update_config``.
+Directories whose name does not parse, or that end in ``-delete``, are not partitions and are left
+alone (the metadata log lives next to them as a plain file).
+
+``tick()`` is the broker's maintenance timer: cheap checks for every log (roll by age, flush by
+flush.ms, retention) and at most one compaction per call, so a tick's work stays bounded.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+from typing import Callable, Iterator
+
+from .config import LogConfig, topic_names
+from .log import PartitionLog, wall_clock_ms
+
+_log = logging.getLogger(__name__)
+_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+
+
+class LogManager:
+    def __init__(self, data_dir: str, default_config: dict | LogConfig | None = None,
+                 now_ms: Callable[[], int] | None = None):
+        self.data_dir = data_dir
+        self._now = now_ms or wall_clock_ms
+        if isinstance(default_config, LogConfig):
+            self.default_config = default_config
+        else:
+            self.default_config = LogConfig.from_kafka(topic_names(default_config))
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._topic_configs: dict[str, LogConfig] = {}
+        self._compaction_cursor = 0
+        os.makedirs(data_dir, exist_ok=True)
+        self._open_existing()
+
+    def _open_existing(self) -> None:
+        for name in sorted(os.listdir(self.data_dir)):
+            path = os.path.join(self.data_dir, name)
+            m = _PARTITION_DIR.match(name)
+            if not m or not os.path.isdir(path) or name.endswith("-delete"):
+                continue
+            log = PartitionLog(path, self.default_config, now_ms=self._now)
+            if log.recovered_bytes_cut:
+                _log.warning("recovered %s: cut %d bytes of torn or corrupt data", name, log.recovered_bytes_cut)
+            self._logs[(m.group(1), int(m.group(2)))] = log
+
+    def _config_for(self, topic: str, topic_configs: dict | None) -> LogConfig:
+        if topic_configs is None:
+            return self._topic_configs.get(topic, self.default_config)
+        config = LogConfig.from_kafka(topic_names(topic_configs), base=self.default_config)
+        self._topic_configs[topic] = config
+        return config
+
+    def get_or_create(self, topic: str, partition: int, topic_configs: dict | None = None) -> PartitionLog:
+        """The log of (topic, partition), created when missing; ``topic_configs`` (Kafka names)
+        replaces the topic's settings when given."""
+        config = self._config_for(topic, topic_configs)
+        key = (topic, partition)
+        log = self._logs.get(key)
+        if log is None:
+            log = PartitionLog(os.path.join(self.data_dir, f"{topic}-{partition}"), config, now_ms=self._now)
+            self._logs[key] = log
+        elif log.config != config:
+            log.update_config(config)
+        return log
+
+    def open_topic(self, topic: str, num_partitions: int, topic_configs: dict | None = None) -> list[PartitionLog]:
+        """get_or_create for partitions 0..num_partitions-1."""
+        return [self.get_or_create(topic, p, topic_configs) for p in range(num_partitions)]
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def logs(self) -> dict[tuple[str, int], PartitionLog]:
+        return dict(self._logs)
+
+    def topics(self) -> set[str]:
+        return {t for t, _ in self._logs}
+
+    def update_config(self, topic: str, topic_configs: dict) -> None:
+        config = self._config_for(topic, topic_configs)
+        for (t, _), log in self._logs.items():
+            if t == topic:
+                log.update_config(config)
+
+    update_topic_config = update_config
+
+    def delete_topic(self, topic: str) -> None:
+        """Remove every partition of ``topic`` with its files (directly, no ``-delete`` rename)."""
+        for key in [k for k in self._logs if k[0] == topic]:
+            self._logs.pop(key).delete()
+        self._topic_configs.pop(topic, None)
+        # Directories not opened (e.g. partitions beyond the topic's count) go too.
+        for name in os.listdir(self.data_dir):
+            m = _PARTITION_DIR.match(name)
+            if m and m.group(1) == topic:
+                shutil.rmtree(os.path.join(self.data_dir, name), ignore_errors=True)
+
+    def tick(self, now_ms: int | None = None) -> None:
+        """Maintenance: roll, flush and retention for every log, at most one compaction.
+
+        ``now_ms`` is accepted for the caller's convenience; the logs read the injected clock.
+        """
+        compactable = []
+        for log in list(self._logs.values()):
+            try:
+                log.maybe_roll()
+                log.maybe_flush()
+                log.apply_retention()
+                if log.config.compact:
+                    compactable.append(log)
+            except Exception:  # one broken log must not stop maintenance of the others
+                _log.exception("maintenance of %s failed", log.directory)
+        if compactable:
+            start = self._compaction_cursor % len(compactable)
+            for log in compactable[start:] + compactable[:start]:
+                self._compaction_cursor += 1
+                if log.needs_compaction():
+                    try:
+                        log.compact()
+                    except Exception:
+                        _log.exception("compaction of %s failed", log.directory)
+                    break
+
+    def flush(self) -> None:
+        for log in self._logs.values():
+            log.flush()
+
+    def close(self) -> None:
+        for log in self._logs.values():
+            log.close()
+
+    def __iter__(self) -> Iterator[PartitionLog]:
+        return iter(list(self._logs.values()))
