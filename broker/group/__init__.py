@@ -1,0 +1,17 @@
+"""Group coordinator: classic consumer groups and committed offsets over ``__consumer_offsets``.
+
+Layout (one concern per module):
+
+* ``state``       - GroupState with Kafka's names and the table of allowed transitions.
+* ``member``      - one member of a classic group.
+* ``classic``     - ClassicGroup: membership bookkeeping, protocol vote, leader election.
+* ``timer``       - the Timer interface, an asyncio implementation and MockTimer/FakeClock for tests.
+* ``records``     - the key/value formats of ``__consumer_offsets`` records, declared as small spec tables.
+* ``partitioner`` - which ``__consumer_offsets`` partition (hence shard) owns a group.
+* ``shard``       - a coordinator shard: the sans-IO state machine over one ``__consumer_offsets`` partition.
+* ``coordinator`` - routes group ids to shards and owns them.
+* ``apis``        - the asyncio request handlers (FindCoordinator, JoinGroup, ...), ``register/start/stop``.
+
+Everything but ``apis`` is synchronous and free of I/O: time comes from an injected clock, timeouts from an
+injected timer, and parked JoinGroup/SyncGroup requests are completed through callbacks.
+"""

@@ -1,0 +1,57 @@
+"""The group coordinator: one shard per ``__consumer_offsets`` partition, and the routing between them.
+
+A single broker leads every partition, so every shard is local; the routing still follows Kafka
+(``partition_for``) so that the data in ``__consumer_offsets`` is laid out as Kafka would lay it out.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from protocol.errors import ErrorCode
+
+from .partitioner import partition_for
+from .shard import CoordinatorShard, GroupConfig, OffsetsLog
+from .timer import Clock, Timer
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+class GroupCoordinator:
+    def __init__(self, num_partitions: int, log_factory: Callable[[int], OffsetsLog], timer: Timer,
+                 clock: Clock, config: GroupConfig | None = None) -> None:
+        self.num_partitions = num_partitions
+        self.config = config or GroupConfig()
+        self.timer = timer
+        self.clock = clock
+        self.shards = [CoordinatorShard(p, log_factory(p), timer, clock, self.config)
+                       for p in range(num_partitions)]
+        self.active = False
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def shard_for(self, group_id: str) -> CoordinatorShard:
+        return self.shards[self.partition_for(group_id)]
+
+    def check(self, group_id: str) -> tuple[CoordinatorShard | None, ErrorCode]:
+        """The shard of a group, or the error a request for it gets (not active, still loading)."""
+        if not self.active:
+            return None, ErrorCode.COORDINATOR_NOT_AVAILABLE
+        shard = self.shard_for(group_id)
+        if not shard.loaded:
+            return None, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return shard, ErrorCode.NONE
+
+    def load(self) -> None:
+        self.active = True
+        for shard in self.shards:
+            shard.load()
+
+    def unload(self) -> None:
+        self.active = False
+        for shard in self.shards:
+            shard.unload()
+
+    def loaded_shards(self) -> Iterator[CoordinatorShard]:
+        return (s for s in self.shards if s.loaded)

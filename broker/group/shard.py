@@ -1,0 +1,1126 @@
+"""A coordinator shard: the group state machine over one ``__consumer_offsets`` partition.
+
+Every group whose id hashes to partition P lives in shard P, which owns that partition's log.  The shard is
+a replicated-state-machine in Kafka's sense (``CoordinatorShard``): an operation computes a
+``CoordinatorResult(records, response)``; ``_execute`` appends the records as one batch to the partition and
+applies them through ``replay()``, the same function that rebuilds the shard from its log on start
+(``load()``).  A response is released only after its records are in the log, so a committed offset is
+acknowledged only once it is durable there.
+
+Classic group metadata records are the exception to "replay what you append", as in Kafka
+(``CoordinatorResult(..., replayRecords=false)``): the live ``ClassicGroup`` already is what the record
+describes, and rebuilding it from the record would drop its parked requests and timers.  Those records
+are replayed only when loading.
+
+The shard is sans-IO and synchronous.  Time comes from ``clock.now_ms()``, timeouts from ``timer``, and a
+parked JoinGroup/SyncGroup request is a ``respond(response_dict)`` callback completed later by another
+request or a timeout.  Response dicts are version-agnostic; ``apis`` fits them to each version.
+
+The logic follows Kafka's ``GroupMetadataManager``/``OffsetMetadataManager`` (classic protocol); method
+names echo Kafka's so the two can be compared.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Optional, Protocol
+
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records import build_batch, iter_records, read_header, set_base_offset
+
+from .classic import ClassicGroup, GroupError
+from .member import EMPTY_ASSIGNMENT, Member, Respond
+from .records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+    encode_key,
+    encode_value,
+)
+from .state import GroupState, parse_state
+from .timer import Clock, Timer
+
+log = logging.getLogger("minikafka.group")
+
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+
+
+@dataclass
+class GroupConfig:
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1800000
+    initial_rebalance_delay_ms: int = 0
+    new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
+    max_size: int = 2147483647
+    offsets_retention_ms: int = 10080 * 60 * 1000
+    offsets_retention_check_interval_ms: int = 600000
+    offset_metadata_max_bytes: int = 4096
+
+    @classmethod
+    def from_broker_config(cls, config) -> "GroupConfig":
+        def get(name: str, default: int) -> int:
+            try:
+                value = config.get(name)
+            except (KeyError, AttributeError, ValueError):
+                return default
+            return default if value is None else int(value)
+
+        return cls(
+            min_session_timeout_ms=get("group.min.session.timeout.ms", 6000),
+            max_session_timeout_ms=get("group.max.session.timeout.ms", 1800000),
+            initial_rebalance_delay_ms=get("group.initial.rebalance.delay.ms", 0),
+            max_size=get("group.max.size", 2147483647),
+            offsets_retention_ms=get("offsets.retention.minutes", 10080) * 60 * 1000,
+            offsets_retention_check_interval_ms=get("offsets.retention.check.interval.ms", 600000),
+            offset_metadata_max_bytes=get("offset.metadata.max.bytes", 4096),
+        )
+
+
+class OffsetsLog(Protocol):
+    """What a shard needs from its ``__consumer_offsets`` partition."""
+
+    def append(self, batch: bytearray) -> int:
+        """Append one record batch; returns the offset assigned to its first record."""
+
+    def iter_batches(self) -> Iterator[bytes]:
+        """Every batch in the partition, oldest first (base offsets already assigned)."""
+
+
+class MemoryOffsetsLog:
+    """An in-memory partition, for unit tests (and to simulate a restart: keep it, build a new shard)."""
+
+    def __init__(self) -> None:
+        self.batches: list[bytearray] = []
+        self.next_offset = 0
+        self.fail_with: Optional[Exception] = None
+
+    def append(self, batch: bytearray) -> int:
+        if self.fail_with is not None:
+            raise self.fail_with
+        header = read_header(batch)
+        base = self.next_offset
+        set_base_offset(batch, 0, base)
+        self.batches.append(batch)
+        self.next_offset = base + header.last_offset_delta + 1
+        return base
+
+    def iter_batches(self) -> Iterator[bytes]:
+        return iter(list(self.batches))
+
+
+@dataclass
+class OffsetAndMetadata:
+    committed_offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int = -1  # -1: none (retention applies)
+    record_offset: int = -1
+
+
+Record = tuple[Any, Any]  # (key, value or None for a tombstone), as in records.py
+
+
+@dataclass
+class CoordinatorResult:
+    records: list[Record] = field(default_factory=list)
+    response: Any = None
+    replay: bool = True
+    # Called after the append (error None) or its failure (error code); a non-None return value replaces
+    # the response.  This is where responses that must follow persistence are released.
+    on_appended: Optional[Callable[[Optional[ErrorCode]], Any]] = None
+
+
+def _empty(response: Any = None) -> CoordinatorResult:
+    return CoordinatorResult(response=response)
+
+
+def join_error(code: ErrorCode, member_id: str = "") -> dict:
+    return {"error_code": code, "generation_id": -1, "protocol_type": None, "protocol_name": None,
+            "leader": "", "skip_assignment": False, "member_id": member_id, "members": []}
+
+
+def sync_error(code: ErrorCode) -> dict:
+    return {"error_code": code, "protocol_type": None, "protocol_name": None, "assignment": b""}
+
+
+def _append_error(exc: BaseException) -> ErrorCode:
+    """Kafka's appendGroupMetadataErrorToResponseError, for our storage's failures."""
+    if isinstance(exc, KafkaError):
+        code = ErrorCode(exc.code)
+        if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT,
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if code is ErrorCode.NOT_LEADER_FOR_PARTITION:
+            return ErrorCode.NOT_COORDINATOR
+        if code in (ErrorCode.MESSAGE_SIZE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
+                    ErrorCode.INVALID_FETCH_SIZE):
+            return ErrorCode.UNKNOWN_SERVER_ERROR
+        return code
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+class CoordinatorShard:
+    def __init__(self, partition: int, log_: OffsetsLog, timer: Timer, clock: Clock,
+                 config: GroupConfig | None = None) -> None:
+        self.partition = partition
+        self.log = log_
+        self.timer = timer
+        self.clock = clock
+        self.config = config or GroupConfig()
+        self.groups: dict[str, ClassicGroup] = {}
+        self.offsets: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
+        self.loaded = False
+        # Broker-side timestamps of the last completed join/sync per group, for the benchmark.
+        self.last_join_completed_ms: dict[str, int] = {}
+        self.last_sync_completed_ms: dict[str, int] = {}
+
+    # == runtime: append, replay, load ===========================================================
+
+    def _now(self) -> int:
+        return self.clock.now_ms()
+
+    def _execute(self, result: CoordinatorResult) -> Any:
+        response = result.response
+        error: Optional[ErrorCode] = None
+        if result.records:
+            now = self._now()
+            batch = build_batch([(encode_key(k), encode_value(v), [], now) for k, v in result.records])
+            try:
+                base = self.log.append(batch)
+            except Exception as exc:  # storage failure: the operation fails, state is untouched
+                error = _append_error(exc)
+                log.warning("__consumer_offsets-%d: append failed (%s): %r", self.partition, error.name, exc)
+            else:
+                if result.replay:
+                    for i, (key, value) in enumerate(result.records):
+                        self.replay(base + i, -1, key, value)
+        if result.on_appended is not None:
+            replaced = result.on_appended(error)
+            if replaced is not None:
+                response = replaced
+        return response
+
+    def replay(self, offset: int, producer_id: int, key, value) -> None:
+        """Apply one record: the single path for both loading and live offset/tombstone records."""
+        if isinstance(key, OffsetCommitKey):
+            self._replay_offset(offset, key, value)
+        elif isinstance(key, GroupMetadataKey):
+            self._replay_group(key, value)
+
+    def load(self) -> None:
+        """Rebuild the shard from its partition, then start serving (COORDINATOR_LOAD_IN_PROGRESS before)."""
+        for batch in self.log.iter_batches():
+            header = read_header(batch)
+            if header.is_control:
+                continue
+            for record in iter_records(batch):
+                key = decode_key(record.key)
+                if key is None:
+                    continue
+                if isinstance(key, OffsetCommitKey):
+                    value = decode_offset_commit_value(record.value)
+                else:
+                    value = decode_group_metadata_value(record.value)
+                self.replay(record.offset, header.producer_id, key, value)
+        self._on_loaded()
+
+    def _on_loaded(self) -> None:
+        for group in self.groups.values():
+            for member in group.all_members():
+                self._reschedule_heartbeat(group, member)
+        self.loaded = True
+        self._schedule_cleanup()
+
+    def unload(self) -> None:
+        """Stop serving: answer parked requests with NOT_COORDINATOR and cancel every timer."""
+        self.loaded = False
+        self.timer.cancel(("cleanup", self.partition))
+        for group in self.groups.values():
+            for member in group.all_members():
+                group.complete_join(member, join_error(ErrorCode.NOT_COORDINATOR, member.member_id))
+                group.complete_sync(member, sync_error(ErrorCode.NOT_COORDINATOR))
+                self.timer.cancel(_hb_key(group.group_id, member.member_id))
+            for member_id in group.pending_join_members:
+                self.timer.cancel(_hb_key(group.group_id, member_id))
+            self.timer.cancel(_join_key(group.group_id))
+            self.timer.cancel(_sync_key(group.group_id))
+
+    def _replay_offset(self, offset: int, key: OffsetCommitKey, value: Optional[OffsetCommitValue]) -> None:
+        if value is not None:
+            if key.group not in self.groups:
+                # Offsets committed without group membership: a "simple" group, Empty, no protocol type.
+                self._create_group(key.group)
+            topics = self.offsets.setdefault(key.group, {})
+            topics.setdefault(key.topic, {})[key.partition] = OffsetAndMetadata(
+                committed_offset=value.offset, leader_epoch=value.leader_epoch, metadata=value.metadata,
+                commit_timestamp=value.commit_timestamp, expire_timestamp=value.expire_timestamp,
+                record_offset=offset)
+        else:
+            topics = self.offsets.get(key.group)
+            if topics is None:
+                return
+            partitions = topics.get(key.topic)
+            if partitions is not None:
+                partitions.pop(key.partition, None)
+                if not partitions:
+                    del topics[key.topic]
+            if not topics:
+                del self.offsets[key.group]
+
+    def _replay_group(self, key: GroupMetadataKey, value: Optional[GroupMetadataValue]) -> None:
+        group_id = key.group
+        if value is None:
+            self._remove_group(group_id)
+            return
+        previous = self.groups.get(group_id)
+        if previous is not None:
+            self._cancel_group_timers(previous)
+        group = ClassicGroup(
+            group_id, self._now,
+            state=GroupState.STABLE if value.members else GroupState.EMPTY,
+            generation_id=value.generation,
+            protocol_type=value.protocol_type or None,
+            protocol_name=value.protocol,
+            leader_id=value.leader,
+            current_state_timestamp=None if value.current_state_timestamp == -1 else value.current_state_timestamp,
+        )
+        for m in value.members:
+            group.add(Member(
+                member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout_ms=m.session_timeout if m.rebalance_timeout == -1 else m.rebalance_timeout,
+                session_timeout_ms=m.session_timeout, protocol_type=value.protocol_type,
+                protocols=[(value.protocol, m.subscription)], assignment=m.assignment))
+        # add() makes the first member leader when none is set; the record's leader wins.
+        group.leader_id = value.leader if value.members else None
+        group.subscribed_topics = group.compute_subscribed_topics()
+        self.groups[group_id] = group
+
+    def _create_group(self, group_id: str) -> ClassicGroup:
+        group = ClassicGroup(group_id, self._now)
+        self.groups[group_id] = group
+        return group
+
+    def _remove_group(self, group_id: str) -> None:
+        group = self.groups.pop(group_id, None)
+        if group is not None:
+            self._cancel_group_timers(group)
+        self.last_join_completed_ms.pop(group_id, None)
+        self.last_sync_completed_ms.pop(group_id, None)
+
+    def _cancel_group_timers(self, group: ClassicGroup) -> None:
+        self.timer.cancel(_join_key(group.group_id))
+        self.timer.cancel(_sync_key(group.group_id))
+        for member_id in list(group.members) + list(group.pending_join_members):
+            self.timer.cancel(_hb_key(group.group_id, member_id))
+
+    # == timers ==================================================================================
+
+    def _schedule(self, key, delay_ms: int, operation: Callable[[], CoordinatorResult]) -> None:
+        self.timer.schedule(key, delay_ms, lambda: self._execute(operation()))
+
+    def _reschedule_heartbeat(self, group: ClassicGroup, member: Member, timeout_ms: int | None = None) -> None:
+        group_id, member_id = group.group_id, member.member_id
+        self._schedule(_hb_key(group_id, member_id),
+                       member.session_timeout_ms if timeout_ms is None else timeout_ms,
+                       lambda: self._expire_heartbeat(group_id, member_id))
+
+    def _schedule_cleanup(self) -> None:
+        def run() -> CoordinatorResult:
+            result = self._cleanup_group_metadata()
+            self._schedule_cleanup()
+            return result
+        self._schedule(("cleanup", self.partition), self.config.offsets_retention_check_interval_ms, run)
+
+    # == JoinGroup ===============================================================================
+
+    def join_group(self, request: dict, *, api_version: int, client_id: str, client_host: str,
+                   respond: Respond) -> None:
+        self._execute(self._join(request, api_version, client_id or "", client_host, respond))
+
+    def _join(self, request: dict, api_version: int, client_id: str, client_host: str,
+              respond: Respond) -> CoordinatorResult:
+        group_id = request["group_id"]
+        member_id = request["member_id"]
+        session_timeout = request["session_timeout_ms"]
+        if not (self.config.min_session_timeout_ms <= session_timeout <= self.config.max_session_timeout_ms):
+            respond(join_error(ErrorCode.INVALID_SESSION_TIMEOUT, member_id))
+            return _empty()
+        is_unknown = member_id == ""
+        group = self.groups.get(group_id)
+        if group is None:
+            if not is_unknown:
+                respond(join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+                return _empty()
+            group = self._create_group(group_id)
+        if not self._accept_joining_member(group, member_id):
+            group.remove(member_id)
+            respond(join_error(ErrorCode.GROUP_MAX_SIZE_REACHED, ""))
+            return _empty()
+        join = _JoinRequest.of(request, client_id, client_host)
+        if is_unknown:
+            return self._join_new_member(api_version, group, join, respond)
+        return self._join_existing_member(api_version, group, join, respond)
+
+    def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
+        state = group.state
+        if state in (GroupState.EMPTY, GroupState.DEAD):
+            return True
+        if state is GroupState.PREPARING_REBALANCE:
+            # Counting parked members (not all members) lets the last rejoiners be the ones turned away
+            # when the group is over the limit.
+            return (group.has_member(member_id) and group.member(member_id).is_awaiting_join) \
+                or group.num_members_awaiting_join < self.config.max_size
+        return group.has_member(member_id) or group.num_members() < self.config.max_size
+
+    def _join_new_member(self, api_version: int, group: ClassicGroup, join: "_JoinRequest",
+                         respond: Respond) -> CoordinatorResult:
+        if group.is_in_state(GroupState.DEAD):
+            respond(join_error(ErrorCode.COORDINATOR_NOT_AVAILABLE, ""))
+            return _empty()
+        if not group.supports_protocols(join.protocol_type, join.protocols):
+            respond(join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ""))
+            return _empty()
+        new_member_id = group.generate_member_id(join.client_id, join.group_instance_id)
+        if join.group_instance_id is not None:
+            existing = group.static_member_id(join.group_instance_id)
+            if existing is not None:
+                return self._update_static_member_then_rebalance_or_complete_join(
+                    api_version, group, join, existing, new_member_id, respond)
+            return self._add_member_then_rebalance_or_complete_join(group, join, new_member_id, respond)
+        if api_version >= 4:
+            # KIP-394: hand out the id first; the member exists only once it rejoins with it.  Until then
+            # it is pending, and the session timeout alone bounds how long the group waits for it.
+            group.add_pending_member(new_member_id)
+            gid = group.group_id
+            self._schedule(_hb_key(gid, new_member_id), join.session_timeout_ms,
+                           lambda: self._expire_heartbeat(gid, new_member_id))
+            respond(join_error(ErrorCode.MEMBER_ID_REQUIRED, new_member_id))
+            return _empty()
+        return self._add_member_then_rebalance_or_complete_join(group, join, new_member_id, respond)
+
+    def _join_existing_member(self, api_version: int, group: ClassicGroup, join: "_JoinRequest",
+                              respond: Respond) -> CoordinatorResult:
+        member_id = join.member_id
+        if group.is_in_state(GroupState.DEAD):
+            respond(join_error(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id))
+            return _empty()
+        if not group.supports_protocols(join.protocol_type, join.protocols):
+            respond(join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
+            return _empty()
+        if group.is_pending_member(member_id):
+            if join.group_instance_id is not None:
+                # Pending ids are only handed to dynamic members.
+                respond(join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+                return _empty()
+            return self._add_member_then_rebalance_or_complete_join(group, join, member_id, respond)
+        try:
+            group.validate_member(member_id, join.group_instance_id)
+        except GroupError as exc:
+            respond(join_error(exc.code, member_id))
+            return _empty()
+        member = group.member(member_id)
+        state = group.state
+        if state is GroupState.PREPARING_REBALANCE:
+            return self._update_member_then_rebalance_or_complete_join(group, member, join, respond)
+        if state is GroupState.COMPLETING_REBALANCE:
+            if member.matches(join.protocols):
+                # It probably lost the JoinGroup response: send the current generation again.
+                respond(self._join_response(group, member_id, with_members=group.is_leader(member_id)))
+                return _empty()
+            return self._update_member_then_rebalance_or_complete_join(group, member, join, respond)
+        if state is GroupState.STABLE:
+            if group.is_leader(member_id) or not member.matches(join.protocols):
+                # A leader's rejoin is its way to ask for a new assignment (e.g. topic metadata changed).
+                return self._update_member_then_rebalance_or_complete_join(group, member, join, respond)
+            respond(self._join_response(group, member_id, with_members=False))
+            return _empty()
+        # Empty: the member is gone; make it reset its generation and join anew.
+        respond(join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+        return _empty()
+
+    def _join_response(self, group: ClassicGroup, member_id: str, *, with_members: bool,
+                       leader: Optional[str] = None, skip_assignment: bool = False) -> dict:
+        return {
+            "error_code": ErrorCode.NONE,
+            "members": group.current_members_for_leader() if with_members else [],
+            "member_id": member_id,
+            "generation_id": group.generation_id,
+            "protocol_name": group.protocol_name,
+            "protocol_type": group.protocol_type,
+            "leader": (group.leader_id if leader is None else leader) or "",
+            "skip_assignment": skip_assignment,
+        }
+
+    def _add_member_then_rebalance_or_complete_join(self, group: ClassicGroup, join: "_JoinRequest",
+                                                    member_id: str, respond: Respond) -> CoordinatorResult:
+        member = Member(member_id=member_id, group_instance_id=join.group_instance_id,
+                        client_id=join.client_id, client_host=join.client_host,
+                        rebalance_timeout_ms=join.rebalance_timeout_ms,
+                        session_timeout_ms=join.session_timeout_ms, protocol_type=join.protocol_type,
+                        protocols=join.protocols, is_new=True)
+        if group.is_in_state(GroupState.PREPARING_REBALANCE) and group.previous_state is GroupState.EMPTY:
+            group.new_member_added = True
+        group.add(member, respond)
+        # A parked new member cannot heartbeat and a muted connection hides its disconnect, so its
+        # JoinGroup is bounded by the new-member timeout; a live client simply retries.
+        self._reschedule_heartbeat(group, member, self.config.new_member_join_timeout_ms)
+        return self._maybe_prepare_rebalance_or_complete_join(group)
+
+    def _update_member_then_rebalance_or_complete_join(self, group: ClassicGroup, member: Member,
+                                                       join: "_JoinRequest", respond: Respond) -> CoordinatorResult:
+        group.update_member(member, join.protocols, join.rebalance_timeout_ms, join.session_timeout_ms, respond)
+        return self._maybe_prepare_rebalance_or_complete_join(group)
+
+    def _update_static_member_then_rebalance_or_complete_join(
+            self, api_version: int, group: ClassicGroup, join: "_JoinRequest", old_member_id: str,
+            new_member_id: str, respond: Respond) -> CoordinatorResult:
+        instance_id = join.group_instance_id
+        assert instance_id is not None
+        current_leader = group.leader_id
+        new_member = group.replace_static_member(instance_id, old_member_id, new_member_id)
+        self.timer.cancel(_hb_key(group.group_id, old_member_id))
+        self._reschedule_heartbeat(group, new_member)
+        old_rebalance_timeout = new_member.rebalance_timeout_ms
+        old_session_timeout = new_member.session_timeout_ms
+        old_protocols = list(new_member.protocols)
+        group.update_member(new_member, join.protocols, join.rebalance_timeout_ms, join.session_timeout_ms,
+                            respond)
+        if group.is_in_state(GroupState.STABLE):
+            if (group.protocol_name or "") == group.select_protocol():
+                # Same protocol next generation: no rebalance, just persist the new member id.
+                def on_appended(error: Optional[ErrorCode]) -> None:
+                    if error is not None:
+                        group.update_member(new_member, old_protocols, old_rebalance_timeout,
+                                            old_session_timeout, None)
+                        old = group.replace_static_member(instance_id, new_member_id, old_member_id)
+                        self.timer.cancel(_hb_key(group.group_id, new_member_id))
+                        self._reschedule_heartbeat(group, old)
+                        response = join_error(error, "")
+                        response.update(generation_id=group.generation_id, protocol_type=group.protocol_type,
+                                        protocol_name=group.protocol_name, leader=current_leader or "")
+                        respond(response)
+                    elif api_version >= 9:
+                        is_leader = group.is_leader(new_member_id)
+                        group.complete_join(new_member, self._join_response(
+                            group, new_member_id, with_members=is_leader, skip_assignment=is_leader))
+                    else:
+                        # Before v9 the old leader id is returned: a replaced leader then acts as a follower
+                        # and keeps the current assignment instead of computing a new one.
+                        group.complete_join(new_member, self._join_response(
+                            group, new_member_id, with_members=False, leader=current_leader or ""))
+
+                return CoordinatorResult([self._group_metadata_record(group, group.group_assignment())],
+                                         replay=False, on_appended=on_appended)
+            return self._maybe_prepare_rebalance_or_complete_join(group)
+        if group.is_in_state(GroupState.COMPLETING_REBALANCE):
+            # The leader may already be assigning to the old member id: rebalance so that the new id
+            # gets an assignment.
+            return self._prepare_rebalance(group)
+        if group.state in (GroupState.EMPTY, GroupState.DEAD):
+            raise AssertionError(f"static member replaced in group {group.group_id} in state {group.state}")
+        return self._maybe_prepare_rebalance_or_complete_join(group)
+
+    def _maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup) -> CoordinatorResult:
+        if group.can_rebalance():
+            return self._prepare_rebalance(group)
+        return self._maybe_complete_join_phase(group)
+
+    def _prepare_rebalance(self, group: ClassicGroup) -> CoordinatorResult:
+        if group.is_in_state(GroupState.COMPLETING_REBALANCE):
+            self._reset_and_propagate_assignment_with_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
+        self._remove_sync_expiration(group)
+        initial = group.is_in_state(GroupState.EMPTY)
+        if initial:
+            delay = self.config.initial_rebalance_delay_ms
+            remaining = max(group.rebalance_timeout_ms() - delay, 0)
+            gid = group.group_id
+            self._schedule(_join_key(gid), delay,
+                           lambda: self._try_complete_initial_rebalance_else_schedule(gid, delay, remaining))
+        group.transition_to(GroupState.PREPARING_REBALANCE)
+        return _empty() if initial else self._maybe_complete_join_else_schedule(group)
+
+    def _try_complete_initial_rebalance_else_schedule(self, group_id: str, delay_ms: int,
+                                                      remaining_ms: int) -> CoordinatorResult:
+        group = self.groups.get(group_id)
+        if group is None:
+            return _empty()
+        if group.new_member_added and remaining_ms != 0:
+            # Someone joined during the delay: wait once more, never beyond the rebalance timeout.
+            group.new_member_added = False
+            new_delay = min(self.config.initial_rebalance_delay_ms, remaining_ms)
+            new_remaining = max(remaining_ms - delay_ms, 0)
+            self._schedule(_join_key(group_id), new_delay,
+                           lambda: self._try_complete_initial_rebalance_else_schedule(
+                               group_id, new_delay, new_remaining))
+            return _empty()
+        return self._complete_join(group)
+
+    def _maybe_complete_join_else_schedule(self, group: ClassicGroup) -> CoordinatorResult:
+        if group.is_in_state(GroupState.PREPARING_REBALANCE) and group.has_all_members_joined():
+            return self._complete_join(group)
+        gid = group.group_id
+        self._schedule(_join_key(gid), group.rebalance_timeout_ms(), lambda: self._complete_join_by_id(gid))
+        return _empty()
+
+    def _maybe_complete_join_phase(self, group: ClassicGroup) -> CoordinatorResult:
+        # An initial rebalance (from Empty) ends only by its delay timer, which gathers late joiners.
+        if group.is_in_state(GroupState.PREPARING_REBALANCE) and group.has_all_members_joined() \
+                and group.previous_state is not GroupState.EMPTY:
+            self.timer.cancel(_join_key(group.group_id))
+            return self._complete_join(group)
+        return _empty()
+
+    def _complete_join_by_id(self, group_id: str) -> CoordinatorResult:
+        group = self.groups.get(group_id)
+        return _empty() if group is None else self._complete_join(group)
+
+    def _complete_join(self, group: ClassicGroup) -> CoordinatorResult:
+        self.timer.cancel(_join_key(group.group_id))
+        # Seed 002's stall ends here: dynamic members that did not rejoin within the rebalance timeout
+        # (a consumer that stopped calling poll) are dropped and the others carry on.  Static members
+        # keep their place; their session timeout decides.
+        for member in group.not_yet_rejoined_members():
+            if not member.is_static:
+                group.remove(member.member_id)
+                self.timer.cancel(_hb_key(group.group_id, member.member_id))
+                log.info("group %s: removed %s, which did not rejoin in time", group.group_id, member.member_id)
+        if group.is_in_state(GroupState.DEAD):
+            return _empty()
+        if not group.maybe_elect_new_joined_leader() and group.members:
+            # Only static members that have not rejoined remain: wait for them (or their sessions) again.
+            gid = group.group_id
+            self._schedule(_join_key(gid), group.rebalance_timeout_ms(), lambda: self._complete_join_by_id(gid))
+            return _empty()
+        group.init_next_generation()
+        self.last_join_completed_ms[group.group_id] = self._now()
+        if group.is_in_state(GroupState.EMPTY):
+            return CoordinatorResult([self._group_metadata_record(group, {})], replay=False)
+        for member in group.all_members():
+            group.complete_join(member, self._join_response(
+                group, member.member_id, with_members=group.is_leader(member.member_id)))
+            self._reschedule_heartbeat(group, member)
+            member.is_new = False
+            group.add_pending_sync_member(member.member_id)
+        self._schedule_pending_sync(group)
+        return _empty()
+
+    def _expire_heartbeat(self, group_id: str, member_id: str) -> CoordinatorResult:
+        group = self.groups.get(group_id)
+        if group is None or group.is_in_state(GroupState.DEAD):
+            return _empty()
+        if group.is_pending_member(member_id):
+            group.remove(member_id)
+            if group.is_in_state(GroupState.PREPARING_REBALANCE):
+                return self._maybe_complete_join_phase(group)
+            return _empty()
+        if not group.has_member(member_id):
+            return _empty()
+        member = group.member(member_id)
+        if member.has_satisfied_heartbeat():
+            return _empty()
+        log.info("group %s: member %s session expired", group_id, member_id)
+        return self._remove_member_and_update_group(group, member)
+
+    def _remove_member_and_update_group(self, group: ClassicGroup, member: Member) -> CoordinatorResult:
+        # A new member may time out while its JoinGroup is parked: answer it, so that a live client
+        # retries from scratch.
+        group.complete_join(member, join_error(ErrorCode.UNKNOWN_MEMBER_ID, ""))
+        group.remove(member.member_id)
+        if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            return self._maybe_prepare_rebalance_or_complete_join(group)
+        if group.is_in_state(GroupState.PREPARING_REBALANCE):
+            return self._maybe_complete_join_phase(group)
+        return _empty()
+
+    # == SyncGroup ===============================================================================
+
+    def sync_group(self, request: dict, respond: Respond) -> None:
+        self._execute(self._sync(request, respond))
+
+    def _sync(self, request: dict, respond: Respond) -> CoordinatorResult:
+        group = self.groups.get(request["group_id"])
+        if group is None:
+            respond(sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
+            return _empty()
+        member_id = request["member_id"]
+        error = self._validate_sync(group, request)
+        if error is not None:
+            respond(sync_error(error))
+            return _empty()
+        if group.is_in_state(GroupState.EMPTY):
+            respond(sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
+            return _empty()
+        if group.is_in_state(GroupState.PREPARING_REBALANCE):
+            respond(sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
+            return _empty()
+        member = group.member(member_id)
+        if group.is_in_state(GroupState.COMPLETING_REBALANCE):
+            if member.awaiting_sync is not None:
+                # A duplicate SyncGroup: answer the superseded one so its connection is not held back.
+                superseded = member.awaiting_sync
+                member.awaiting_sync = None
+                superseded(sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
+            member.awaiting_sync = respond
+            self._remove_pending_sync_member(group, member_id)
+            if not group.is_leader(member_id):
+                return _empty()
+            assignment = {a["member_id"]: bytes(a["assignment"]) for a in request.get("assignments") or []}
+            for m in group.all_members():
+                # Every member gets an answer; one the leader forgot gets an empty (not null) assignment.
+                assignment.setdefault(m.member_id, EMPTY_ASSIGNMENT)
+            generation = request["generation_id"]
+
+            def on_appended(error: Optional[ErrorCode]) -> None:
+                # Another join may have started a new generation meanwhile: then this result is stale.
+                if group.is_in_state(GroupState.COMPLETING_REBALANCE) and generation == group.generation_id:
+                    if error is not None:
+                        self._reset_and_propagate_assignment_with_error(group, error)
+                        self._execute(self._maybe_prepare_rebalance_or_complete_join(group))
+                    else:
+                        group.set_assignment(assignment)
+                        self._propagate_assignment(group, ErrorCode.NONE)
+                        group.transition_to(GroupState.STABLE)
+                        self.last_sync_completed_ms[group.group_id] = self._now()
+
+            return CoordinatorResult([self._group_metadata_record(group, assignment)], replay=False,
+                                     on_appended=on_appended)
+        # Stable: the assignment of the current generation.
+        self._remove_pending_sync_member(group, member_id)
+        self._reschedule_heartbeat(group, member)
+        respond({"error_code": ErrorCode.NONE, "protocol_type": group.protocol_type,
+                 "protocol_name": group.protocol_name, "assignment": member.assignment})
+        return _empty()
+
+    def _validate_sync(self, group: ClassicGroup, request: dict) -> Optional[ErrorCode]:
+        if group.is_in_state(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        try:
+            group.validate_member(request["member_id"], request.get("group_instance_id"))
+        except GroupError as exc:
+            return exc.code
+        if request["generation_id"] != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        if _inconsistent(request.get("protocol_type"), group.protocol_type) or \
+                _inconsistent(request.get("protocol_name"), group.protocol_name):
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        return None
+
+    def _propagate_assignment(self, group: ClassicGroup, error: ErrorCode) -> None:
+        ok = error is ErrorCode.NONE
+        for member in group.all_members():
+            response = {"error_code": error, "protocol_type": group.protocol_type if ok else None,
+                        "protocol_name": group.protocol_name if ok else None, "assignment": member.assignment}
+            if group.complete_sync(member, response):
+                # Sessions that "expired" while the member was parked were ignored; restart them now.
+                self._reschedule_heartbeat(group, member)
+
+    def _reset_and_propagate_assignment_with_error(self, group: ClassicGroup, error: ErrorCode) -> None:
+        if not group.is_in_state(GroupState.COMPLETING_REBALANCE):
+            raise AssertionError(f"group {group.group_id} is {group.state}, not CompletingRebalance")
+        for member in group.all_members():
+            member.assignment = EMPTY_ASSIGNMENT
+        self._propagate_assignment(group, error)
+
+    def _schedule_pending_sync(self, group: ClassicGroup) -> None:
+        gid, generation = group.group_id, group.generation_id
+        self._schedule(_sync_key(gid), group.rebalance_timeout_ms(),
+                       lambda: self._expire_pending_sync(gid, generation))
+
+    def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
+        group.remove_pending_sync_member(member_id)
+        if group.state in (GroupState.DEAD, GroupState.EMPTY, GroupState.PREPARING_REBALANCE) \
+                or group.has_received_sync_from_all_members():
+            self.timer.cancel(_sync_key(group.group_id))
+
+    def _remove_sync_expiration(self, group: ClassicGroup) -> None:
+        group.clear_pending_sync_members()
+        self.timer.cancel(_sync_key(group.group_id))
+
+    def _expire_pending_sync(self, group_id: str, generation: int) -> CoordinatorResult:
+        group = self.groups.get(group_id)
+        if group is None or generation != group.generation_id:
+            return _empty()
+        if group.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE) \
+                and not group.has_received_sync_from_all_members():
+            late = sorted(group.pending_sync_members)
+            for member_id in late:
+                group.remove(member_id)
+                self.timer.cancel(_hb_key(group_id, member_id))
+            log.info("group %s: removed %s, which did not send SyncGroup in time", group_id, late)
+            return self._prepare_rebalance(group)
+        return _empty()
+
+    # == Heartbeat, LeaveGroup ===================================================================
+
+    def heartbeat(self, request: dict) -> dict:
+        return self._execute(self._heartbeat(request))
+
+    def _heartbeat(self, request: dict) -> CoordinatorResult:
+        group = self.groups.get(request["group_id"])
+        if group is None:
+            return _empty({"error_code": ErrorCode.UNKNOWN_MEMBER_ID})
+        if group.is_in_state(GroupState.DEAD):
+            return _empty({"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE})
+        member_id = request["member_id"]
+        try:
+            group.validate_member(member_id, request.get("group_instance_id"))
+        except GroupError as exc:
+            return _empty({"error_code": exc.code})
+        if request["generation_id"] != group.generation_id:
+            return _empty({"error_code": ErrorCode.ILLEGAL_GENERATION})
+        if group.is_in_state(GroupState.EMPTY):
+            return _empty({"error_code": ErrorCode.UNKNOWN_MEMBER_ID})
+        self._reschedule_heartbeat(group, group.member(member_id))
+        if group.is_in_state(GroupState.PREPARING_REBALANCE):
+            return _empty({"error_code": ErrorCode.REBALANCE_IN_PROGRESS})
+        # CompletingRebalance (a consumer may heartbeat between JoinGroup and SyncGroup) and Stable.
+        return _empty({"error_code": ErrorCode.NONE})
+
+    def leave_group(self, group_id: str, members: list[dict]) -> dict:
+        """``members``: [{member_id, group_instance_id}]; the response has one entry per member."""
+        return self._execute(self._leave(group_id, members))
+
+    def _leave(self, group_id: str, members: list[dict]) -> CoordinatorResult:
+        group = self.groups.get(group_id)
+        if group is None:
+            return _empty({"error_code": ErrorCode.NONE, "members": [
+                {"member_id": m["member_id"], "group_instance_id": m.get("group_instance_id"),
+                 "error_code": ErrorCode.UNKNOWN_MEMBER_ID} for m in members]})
+        if group.is_in_state(GroupState.DEAD):
+            return _empty({"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "members": []})
+        responses = []
+        for m in members:
+            member_id, instance_id = m["member_id"], m.get("group_instance_id")
+            code = ErrorCode.NONE
+            if member_id == "":
+                # Administrative removal by group.instance.id (the member id is unknown to the admin).
+                if instance_id is not None and group.has_static_member(instance_id):
+                    self._remove_current_member(group, group.static_member_id(instance_id))
+                else:
+                    code = ErrorCode.UNKNOWN_MEMBER_ID
+            elif group.is_pending_member(member_id):
+                group.remove(member_id)
+                self.timer.cancel(_hb_key(group_id, member_id))
+            else:
+                try:
+                    group.validate_member(member_id, instance_id)
+                    self._remove_current_member(group, member_id)
+                except GroupError as exc:
+                    code = exc.code
+            responses.append({"member_id": member_id, "group_instance_id": instance_id, "error_code": code})
+        result = _empty()
+        if any(r["error_code"] == ErrorCode.NONE for r in responses):
+            if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+                result = self._maybe_prepare_rebalance_or_complete_join(group)
+            elif group.is_in_state(GroupState.PREPARING_REBALANCE):
+                result = self._maybe_complete_join_phase(group)
+        result.response = {"error_code": ErrorCode.NONE, "members": responses}
+        return result
+
+    def _remove_current_member(self, group: ClassicGroup, member_id: str) -> None:
+        member = group.member(member_id)
+        self.timer.cancel(_hb_key(group.group_id, member_id))
+        group.complete_join(member, join_error(ErrorCode.UNKNOWN_MEMBER_ID, ""))
+        group.remove(member_id)
+
+    # == offsets =================================================================================
+
+    def commit_offsets(self, request: dict, api_version: int) -> dict:
+        return self._execute(self._commit(request, api_version))
+
+    def _commit(self, request: dict, api_version: int) -> CoordinatorResult:
+        group_id = request["group_id"]
+        generation = request.get("generation_id_or_member_epoch", -1)
+        member_id = request.get("member_id", "")
+        instance_id = request.get("group_instance_id")
+        topics = request.get("topics") or []
+
+        def all_partitions(code: ErrorCode) -> dict:
+            return {"topics": [{"name": t["name"], "partitions": [
+                {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]}
+                for t in topics]}
+
+        group = self.groups.get(group_id)
+        try:
+            if group is None:
+                if generation >= 0:
+                    # v9 says what happened; older versions keep their historical answer.
+                    raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9
+                                     else ErrorCode.ILLEGAL_GENERATION)
+                group = self._create_group(group_id)
+            self._validate_offset_commit(group, member_id, instance_id, generation)
+        except GroupError as exc:
+            return _empty(all_partitions(exc.code))
+
+        if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE) and group.has_member(member_id):
+            # A classic member's commits keep its session alive.
+            self._reschedule_heartbeat(group, group.member(member_id))
+
+        now = self._now()
+        retention = request.get("retention_time_ms", -1)
+        expire = now + retention if retention is not None and retention != -1 else -1
+        records: list[Record] = []
+        response_topics = []
+        for t in topics:
+            parts = []
+            for p in t["partitions"]:
+                metadata = p.get("committed_metadata")
+                if metadata is not None and len(metadata) > self.config.offset_metadata_max_bytes:
+                    parts.append({"partition_index": p["partition_index"],
+                                  "error_code": ErrorCode.OFFSET_METADATA_TOO_LARGE})
+                    continue
+                parts.append({"partition_index": p["partition_index"], "error_code": ErrorCode.NONE})
+                records.append((OffsetCommitKey(group_id, t["name"], p["partition_index"]), OffsetCommitValue(
+                    offset=p["committed_offset"], leader_epoch=p.get("committed_leader_epoch", -1),
+                    metadata=metadata or "", commit_timestamp=now, expire_timestamp=expire)))
+            response_topics.append({"name": t["name"], "partitions": parts})
+        response = {"topics": response_topics}
+
+        def on_appended(error: Optional[ErrorCode]) -> Optional[dict]:
+            if error is None:
+                return None
+            for t in response_topics:
+                for p in t["partitions"]:
+                    if p["error_code"] == ErrorCode.NONE:
+                        p["error_code"] = error
+            return response
+
+        return CoordinatorResult(records, response, replay=True, on_appended=on_appended)
+
+    def _validate_offset_commit(self, group: ClassicGroup, member_id: str, instance_id: Optional[str],
+                                generation: int) -> None:
+        if group.is_in_state(GroupState.DEAD):
+            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if generation < 0 and group.is_in_state(GroupState.EMPTY):
+            return  # admin tools and standalone consumers commit into an Empty group
+        if generation >= 0 or member_id != "" or instance_id is not None:
+            group.validate_member(member_id, instance_id)
+            if generation != group.generation_id:
+                raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+        else:
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if group.is_in_state(GroupState.COMPLETING_REBALANCE):
+            # The member knows the new generation from its JoinGroup response but has no assignment yet.
+            raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
+
+    def fetch_offsets(self, group_id: str, topics: Optional[list[dict]], require_stable: bool = False) -> dict:
+        """``topics``: [{name, partition_indexes}] or None for every committed offset of the group.
+
+        ``require_stable`` matters only with pending transactional offsets, which this coordinator does
+        not hold (TxnOffsetCommit is not served), so every offset here is stable.
+        """
+        group_offsets = self.offsets.get(group_id, {})
+        out = []
+        if topics is None:
+            for name, partitions in group_offsets.items():
+                out.append({"name": name, "partitions": [
+                    _offset_partition(index, om) for index, om in sorted(partitions.items())]})
+        else:
+            for t in topics:
+                partitions = group_offsets.get(t["name"], {})
+                out.append({"name": t["name"], "partitions": [
+                    _offset_partition(index, partitions.get(index)) for index in t["partition_indexes"]]})
+        return {"group_id": group_id, "topics": out, "error_code": ErrorCode.NONE}
+
+    def delete_offsets(self, request: dict) -> dict:
+        return self._execute(self._delete_offsets(request))
+
+    def _delete_offsets(self, request: dict) -> CoordinatorResult:
+        group_id = request["group_id"]
+        group = self.groups.get(group_id)
+        if group is None or group.is_in_state(GroupState.DEAD):
+            return _empty({"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "topics": []})
+        if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE,
+                           GroupState.COMPLETING_REBALANCE) and not group.uses_consumer_protocol():
+            return _empty({"error_code": ErrorCode.NON_EMPTY_GROUP, "topics": []})
+        group_offsets = self.offsets.get(group_id, {})
+        records: list[Record] = []
+        topics = []
+        for t in request.get("topics") or []:
+            name = t["name"]
+            parts = []
+            subscribed = group.is_subscribed_to_topic(name)
+            for p in t["partitions"]:
+                index = p["partition_index"]
+                if subscribed:
+                    parts.append({"partition_index": index, "error_code": ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC})
+                    continue
+                if index in group_offsets.get(name, {}):
+                    records.append((OffsetCommitKey(group_id, name, index), None))
+                parts.append({"partition_index": index, "error_code": ErrorCode.NONE})
+            topics.append({"name": name, "partitions": parts})
+        response = {"error_code": ErrorCode.NONE, "topics": topics}
+
+        def on_appended(error: Optional[ErrorCode]) -> Optional[dict]:
+            return None if error is None else {"error_code": error, "topics": []}
+
+        return CoordinatorResult(records, response, on_appended=on_appended)
+
+    # == admin: describe, list, delete ===========================================================
+
+    def describe_group(self, group_id: str) -> dict:
+        group = self.groups.get(group_id)
+        if group is None:
+            return {"error_code": ErrorCode.NONE, "group_id": group_id, "group_state": str(GroupState.DEAD),
+                    "protocol_type": "", "protocol_data": "", "members": []}
+        stable = group.is_in_state(GroupState.STABLE)
+        members = []
+        for m in group.all_members():
+            members.append({
+                "member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id, "client_host": m.client_host,
+                # Metadata and assignment are only meaningful once the generation is settled.
+                "member_metadata": m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
+                "member_assignment": m.assignment if stable else b"",
+            })
+        return {"error_code": ErrorCode.NONE, "group_id": group_id, "group_state": str(group.state),
+                "protocol_type": group.protocol_type or "",
+                "protocol_data": (group.protocol_name or "") if stable else "",
+                "members": members}
+
+    def list_groups(self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()) -> list[dict]:
+        states = {s.lower() for s in states_filter}
+        types = {t.lower() for t in types_filter}
+        out = []
+        for group in self.groups.values():
+            if states and str(group.state).lower() not in states:
+                continue
+            if types and "classic" not in types:
+                continue
+            out.append({"group_id": group.group_id, "protocol_type": group.protocol_type or "",
+                        "group_state": str(group.state), "group_type": "classic"})
+        return out
+
+    def delete_group(self, group_id: str) -> ErrorCode:
+        return self._execute(self._delete_group(group_id))
+
+    def _delete_group(self, group_id: str) -> CoordinatorResult:
+        group = self.groups.get(group_id)
+        if group is None or group.is_in_state(GroupState.DEAD):
+            return _empty(ErrorCode.GROUP_ID_NOT_FOUND)
+        if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE):
+            return _empty(ErrorCode.NON_EMPTY_GROUP)
+        records: list[Record] = [(OffsetCommitKey(group_id, topic, index), None)
+                                 for topic, partitions in self.offsets.get(group_id, {}).items()
+                                 for index in partitions]
+        records.append((GroupMetadataKey(group_id), None))
+        return CoordinatorResult(records, ErrorCode.NONE, on_appended=lambda error: error)
+
+    # == retention ===============================================================================
+
+    def cleanup_group_metadata(self) -> None:
+        """Expire offsets past retention and delete groups left empty with no offsets."""
+        self._execute(self._cleanup_group_metadata())
+
+    def _cleanup_group_metadata(self) -> CoordinatorResult:
+        records: list[Record] = []
+        for group_id in list(self.groups):
+            if self._cleanup_expired_offsets(group_id, records):
+                group = self.groups[group_id]
+                if group.is_in_state(GroupState.EMPTY):
+                    records.append((GroupMetadataKey(group_id), None))
+        return CoordinatorResult(records)
+
+    def _cleanup_expired_offsets(self, group_id: str, records: list[Record]) -> bool:
+        """Append tombstones for expired offsets; True when the group has no offsets left."""
+        group_offsets = self.offsets.get(group_id)
+        if not group_offsets:
+            return True
+        group = self.groups[group_id]
+        base = group.offset_expiration_base()
+        if base is None:
+            return False
+        now = self._now()
+        retention = self.config.offsets_retention_ms
+        all_expired = True
+        for topic, partitions in group_offsets.items():
+            if group.is_subscribed_to_topic(topic):
+                all_expired = False
+                continue
+            for index, om in partitions.items():
+                expired = (now >= om.expire_timestamp if om.expire_timestamp >= 0
+                           else now - base(om) >= retention)
+                if expired:
+                    records.append((OffsetCommitKey(group_id, topic, index), None))
+                else:
+                    all_expired = False
+        return all_expired
+
+    # == records =================================================================================
+
+    def _group_metadata_record(self, group: ClassicGroup, assignment: dict[str, bytes]) -> Record:
+        members = []
+        for m in group.all_members():
+            if group.protocol_name is None:
+                raise AssertionError("non-empty group metadata needs a protocol")
+            members.append(MemberMetadata(
+                member_id=m.member_id, client_id=m.client_id, client_host=m.client_host,
+                rebalance_timeout=m.rebalance_timeout_ms, session_timeout=m.session_timeout_ms,
+                subscription=m.metadata(group.protocol_name), assignment=assignment[m.member_id],
+                group_instance_id=m.group_instance_id))
+        value = GroupMetadataValue(
+            protocol_type=group.protocol_type or "", generation=group.generation_id,
+            protocol=group.protocol_name, leader=group.leader_id,
+            current_state_timestamp=-1 if group.current_state_timestamp is None else group.current_state_timestamp,
+            members=members)
+        return (GroupMetadataKey(group.group_id), value)
+
+
+@dataclass
+class _JoinRequest:
+    member_id: str
+    group_instance_id: Optional[str]
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+
+    @classmethod
+    def of(cls, request: dict, client_id: str, client_host: str) -> "_JoinRequest":
+        session = request["session_timeout_ms"]
+        rebalance = request.get("rebalance_timeout_ms", -1)
+        return cls(member_id=request["member_id"], group_instance_id=request.get("group_instance_id"),
+                   client_id=client_id, client_host=client_host,
+                   # v0 has no rebalance timeout: the session timeout plays both roles.
+                   rebalance_timeout_ms=session if rebalance is None or rebalance < 0 else rebalance,
+                   session_timeout_ms=session, protocol_type=request["protocol_type"],
+                   protocols=[(p["name"], bytes(p["metadata"])) for p in request["protocols"]])
+
+
+def _offset_partition(index: int, om: Optional[OffsetAndMetadata]) -> dict:
+    if om is None:
+        return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
+                "metadata": "", "error_code": ErrorCode.NONE}
+    return {"partition_index": index, "committed_offset": om.committed_offset,
+            "committed_leader_epoch": om.leader_epoch, "metadata": om.metadata, "error_code": ErrorCode.NONE}
+
+
+def _inconsistent(requested: Optional[str], current: Optional[str]) -> bool:
+    return requested is not None and current is not None and requested != current
+
+
+def _join_key(group_id: str) -> tuple:
+    return ("join", group_id)
+
+
+def _sync_key(group_id: str) -> tuple:
+    return ("sync", group_id)
+
+
+def _hb_key(group_id: str, member_id: str) -> tuple:
+    return ("heartbeat", group_id, member_id)
+
+
+__all__ = ["CoordinatorShard", "CoordinatorResult", "GroupConfig", "MemoryOffsetsLog", "OffsetsLog",
+           "OffsetAndMetadata", "join_error", "sync_error", "parse_state"]
