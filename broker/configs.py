@@ -662,18 +662,22 @@ def _stringify(key: ConfigKey, value: Any) -> str:
     return to_string(key.type, value)
 
 
+_STORE_ATTR = "_admin_dynamic_configs"
+
+
 def dynamic_configs(broker: Any) -> DynamicBrokerConfigs:
-    """The broker's DynamicBrokerConfigs, created (and loaded from the data dir) on first use."""
-    store = getattr(broker, "dynamic_configs", None)
+    """The broker's DynamicBrokerConfigs, created (and loaded from the data dir) on first use.
+
+    Kept on the BrokerConfig itself, exactly one per config: a second one would mistake the
+    dynamic values already pushed into the config for static settings.
+    """
+    config = broker.config
+    store = getattr(config, _STORE_ATTR, None)
     if store is None:
-        config = broker.config
         data_dir = getattr(config, "data_dir", None)
         path = os.path.join(data_dir, DYNAMIC_CONFIG_FILE) if data_dir else None
         store = DynamicBrokerConfigs(config, path)
-        try:
-            broker.dynamic_configs = store
-        except AttributeError:  # a slotted Broker: keep it on the config instead
-            pass
+        setattr(config, _STORE_ATTR, store)
     return store
 
 

@@ -1,0 +1,258 @@
+"""Admin APIs against the real broker with kafka-python, confluent-kafka and aiokafka admin clients:
+create/describe/delete topics and configs, create partitions, delete records (consumers then
+start at the new log start), describe cluster, and the errors for duplicates, invalid names, a
+bad replication factor and unknown configs.  One broker serves the whole module (start-up is the
+slow part); every test uses its own topic names."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+try:  # tests/integration as a package or as a rootdir module
+    from .conftest import start_broker
+except ImportError:
+    from conftest import start_broker
+
+TIMEOUT_S = 10
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory):
+    handle = start_broker(tmp_path_factory.mktemp("admin"))
+    yield handle
+    handle.stop()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+# -- kafka-python ---------------------------------------------------------------------------
+
+@pytest.fixture
+def kp_admin(kafka):
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap, client_id="admin-kp", request_timeout_ms=10000)
+    yield admin
+    admin.close()
+
+
+def test_kafka_python_topic_lifecycle(kp_admin):
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    name = unique("kp")
+    res = kp_admin.create_topics({name: {"num_partitions": 3, "replication_factor": 1,
+                                         "configs": {"retention.ms": "3600000"}}})
+    assert res["topics"][0]["error_code"] == 0
+    assert name in kp_admin.list_topics()
+
+    configs = kp_admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)],
+                                        include_synonyms=True, config_filter="all")["topic"][name]
+    assert configs["retention.ms"]["value"] == "3600000"
+    assert configs["retention.ms"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
+    assert configs["cleanup.policy"]["value"] == "delete"
+    assert configs["cleanup.policy"]["config_source"] == "DEFAULT_CONFIG"
+
+    result = kp_admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name,
+                                                    configs={"segment.ms": "60000"})])
+    assert result["topic"][name] == "OK"
+    modified = kp_admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])["topic"][name]
+    assert modified["segment.ms"]["value"] == "60000"
+    assert modified["retention.ms"]["value"] == "3600000"
+
+    kp_admin.create_partitions({name: 5})
+    meta = kp_admin.describe_topics([name])
+    assert len(meta[0]["partitions"]) == 5
+
+    kp_admin.delete_topics([name])
+    assert name not in kp_admin.list_topics()
+
+
+def test_kafka_python_errors(kp_admin):
+    from kafka.errors import TopicAlreadyExistsError
+
+    name = unique("kperr")
+    kp_admin.create_topics({name: {"num_partitions": 1, "replication_factor": 1}})
+    with pytest.raises(TopicAlreadyExistsError):
+        kp_admin.create_topics({name: {"num_partitions": 1, "replication_factor": 1}})
+    res = kp_admin.create_topics({
+        "bad name!": {"num_partitions": 1, "replication_factor": 1},
+        unique("rf"): {"num_partitions": 1, "replication_factor": 3},
+        unique("cfg"): {"num_partitions": 1, "replication_factor": 1, "configs": {"no.such": "1"}},
+    }, raise_errors=False)
+    codes = sorted((t["error_code"], t["error_message"]) for t in res["topics"])
+    assert [c for c, _ in codes] == [17, 38, 40]
+    assert "only 1 broker(s) are registered" in codes[1][1]
+    assert codes[2][1] == "Unknown topic config name: no.such"
+    res = kp_admin.create_partitions({name: 1}, raise_errors=False)
+    assert res.results[0].error_code == 37
+
+
+def test_kafka_python_delete_records_moves_consumers(kafka, kp_admin):
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    name = unique("kpdr")
+    kp_admin.create_topics({name: {"num_partitions": 1, "replication_factor": 1}})
+    producer = KafkaProducer(bootstrap_servers=kafka.bootstrap)
+    for i in range(10):
+        producer.send(name, value=b"v%d" % i, partition=0)
+    producer.flush(TIMEOUT_S)
+    producer.close()
+    tp = TopicPartition(name, 0)
+    result = kp_admin.delete_records({tp: 6})
+    assert result[tp]["low_watermark"] == 6
+
+    consumer = KafkaConsumer(bootstrap_servers=kafka.bootstrap, auto_offset_reset="earliest",
+                             enable_auto_commit=False, consumer_timeout_ms=5000)
+    consumer.assign([tp])
+    assert consumer.beginning_offsets([tp])[tp] == 6
+    records = []
+    for record in consumer:
+        records.append(record)
+        if len(records) == 4:
+            break
+    consumer.close()
+    assert [r.offset for r in records] == [6, 7, 8, 9]
+    assert records[0].value == b"v6"
+
+
+def test_kafka_python_describe_cluster_and_broker_configs(kafka, kp_admin):
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    cluster = kp_admin.describe_cluster()
+    assert cluster["controller_id"] == 1
+    assert [(b["broker_id"], b["port"]) for b in cluster["brokers"]] == [(1, kafka.port)]
+    assert cluster["cluster_id"]
+    broker_configs = kp_admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, "1")],
+                                               config_filter="all")["broker"]["1"]
+    assert broker_configs["message.max.bytes"]["value"] == "1048588"
+    assert broker_configs["num.partitions"]["read_only"] is True
+
+
+# -- confluent-kafka ------------------------------------------------------------------------
+
+@pytest.fixture
+def ck_admin(kafka):
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": kafka.bootstrap, "client.id": "admin-ck"})
+
+
+def _ck_code(future):
+    from confluent_kafka import KafkaException
+
+    try:
+        future.result(timeout=TIMEOUT_S)
+    except KafkaException as exc:
+        return exc.args[0].code()
+    return 0
+
+
+def test_confluent_topics_configs_partitions(ck_admin):
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, NewTopic,
+                                       ResourceType)
+
+    name = unique("ck")
+    futures = ck_admin.create_topics([NewTopic(name, num_partitions=2, replication_factor=1,
+                                               config={"cleanup.policy": "compact"})])
+    futures[name].result(timeout=TIMEOUT_S)
+
+    futures = ck_admin.create_topics([NewTopic(name, 1, 1), NewTopic("bad/name", 1, 1), NewTopic(unique("rf"), 1, 2),
+                                      NewTopic(unique("cfg"), 1, 1, config={"retention.ms": "soon"})])
+    codes = sorted(_ck_code(f) for f in futures.values())
+    assert codes == sorted([KafkaError.TOPIC_ALREADY_EXISTS, KafkaError.TOPIC_EXCEPTION,
+                            KafkaError.INVALID_REPLICATION_FACTOR, KafkaError.INVALID_CONFIG])
+
+    resource = ConfigResource(ResourceType.TOPIC, name)
+    entries = ck_admin.describe_configs([resource])[resource].result(timeout=TIMEOUT_S)
+    assert entries["cleanup.policy"].value == "compact"
+    assert entries["cleanup.policy"].source == 1  # DYNAMIC_TOPIC_CONFIG
+    assert entries["retention.ms"].is_default
+
+    change = ConfigResource(ResourceType.TOPIC, name, incremental_configs=[
+        ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.APPEND),
+        ConfigEntry("retention.bytes", "1048576", incremental_operation=AlterConfigOpType.SET)])
+    ck_admin.incremental_alter_configs([change])[change].result(timeout=TIMEOUT_S)
+    entries = ck_admin.describe_configs([resource])[resource].result(timeout=TIMEOUT_S)
+    assert entries["cleanup.policy"].value == "compact,delete"
+    assert entries["retention.bytes"].value == "1048576"
+
+    ck_admin.create_partitions([NewPartitions(name, 4)])[name].result(timeout=TIMEOUT_S)
+    metadata = ck_admin.list_topics(topic=name, timeout=TIMEOUT_S)
+    assert len(metadata.topics[name].partitions) == 4
+    assert _ck_code(ck_admin.create_partitions([NewPartitions(name, 2)])[name]) == KafkaError.INVALID_PARTITIONS
+
+    ck_admin.delete_topics([name])[name].result(timeout=TIMEOUT_S)
+    assert _ck_code(ck_admin.delete_topics([name])[name]) == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+def test_confluent_delete_records_and_cluster(kafka, ck_admin):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import NewTopic
+
+    name = unique("ckdr")
+    ck_admin.create_topics([NewTopic(name, 1, 1)])[name].result(timeout=TIMEOUT_S)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap})
+    for i in range(5):
+        producer.produce(name, value=b"m%d" % i, partition=0)
+    assert producer.flush(TIMEOUT_S) == 0
+    futures = ck_admin.delete_records([TopicPartition(name, 0, -1)])  # -1: up to the high watermark
+    deleted = list(futures.values())[0].result(timeout=TIMEOUT_S)
+    assert deleted.low_watermark == 5
+
+    consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": unique("g"),
+                         "enable.auto.commit": False})
+    low, high = consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=TIMEOUT_S)
+    consumer.close()
+    assert (low, high) == (5, 5)
+
+    cluster = ck_admin.describe_cluster().result(timeout=TIMEOUT_S)
+    assert cluster.controller.id == 1
+    assert [(n.id, n.port) for n in cluster.nodes] == [(1, kafka.port)]
+
+
+# -- aiokafka -------------------------------------------------------------------------------
+
+def test_aiokafka_admin(kafka):
+    from aiokafka import TopicPartition
+    from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, RecordsToDelete
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+    async def scenario():
+        admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap, request_timeout_ms=10000)
+        await admin.start()
+        try:
+            name = unique("aio")
+            resp = await admin.create_topics([NewTopic(name, 2, 1, topic_configs={"retention.ms": "120000"})])
+            assert resp.topic_errors[0][1] == 0  # (name, error_code, ...)
+            resp = await admin.create_topics([NewTopic(name, 2, 1)])
+            assert resp.topic_errors[0][1] == 36
+
+            described = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])
+            entries = {e[0]: e[1] for e in described[0].resources[0][4]}
+            assert entries["retention.ms"] == "120000"
+
+            await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name,
+                                                      configs={"retention.ms": "240000"})])
+            described = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])
+            entries = {e[0]: e[1] for e in described[0].resources[0][4]}
+            assert entries["retention.ms"] == "240000"
+
+            await admin.create_partitions({name: NewPartitions(3)})
+            low = await admin.delete_records({TopicPartition(name, 0): RecordsToDelete(0)})
+            assert low == {TopicPartition(name, 0): 0}
+
+            cluster = await admin.describe_cluster()
+            assert cluster["controller_id"] == 1
+
+            resp = await admin.delete_topics([name])
+            assert resp.topic_error_codes[0][1] == 0
+        finally:
+            await admin.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))
