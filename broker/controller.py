@@ -153,7 +153,10 @@ class Controller:
         info = self.topics.get(topic)
         if info is None or not 0 <= partition < info.num_partitions:
             raise KafkaError(UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {topic}-{partition}")
-        return self._logs.get(topic, partition)
+        plog = self._logs.get(topic, partition)
+        if plog is None:
+            plog = self._logs.get_or_create(topic, partition, self._log_configs(info))
+        return plog
 
     def topic_config_value(self, topic: str, name: str) -> Any:
         """Typed value of a topic setting (override or broker default)."""
@@ -161,13 +164,12 @@ class Controller:
         return self.config.topic_value(name, info.configs if info else None)
 
     def _log_configs(self, info: TopicInfo) -> dict[str, Any]:
-        """Effective Kafka-named settings handed to storage for this topic's logs."""
-        from .config import TOPIC_CONFIGS
-
-        result = {name: self.config.topic_value(name, info.configs) for name in TOPIC_CONFIGS}
+        """Kafka-named settings handed to storage for this topic's logs: the topic's overrides
+        over the broker settings the operator set (storage supplies the rest)."""
+        result = _explicit_log_settings(self.config)
         if info.name == "__consumer_offsets":
-            result["segment.bytes"] = info.configs.get("segment.bytes",
-                                                       self.config.get("offsets.topic.segment.bytes"))
+            result["segment.bytes"] = self.config.get("offsets.topic.segment.bytes")
+        result.update(info.configs)
         return result
 
     # -- changes ---------------------------------------------------------------------------
@@ -289,8 +291,29 @@ class Controller:
             self._metadata_log.close()
 
 
+METADATA_LOG_FILE = "__cluster_metadata.log"
+
+
 def open_storage(config: BrokerConfig, now_ms: Callable[[], int] | None = None):
     """Open storage's metadata log and log manager under ``config.data_dir``."""
-    from storage import LogManager, MetadataLog  # noqa: F401  (contract of storage/__init__.py)
+    import os
 
-    raise NotImplementedError("storage integration pending")
+    from storage.manager import LogManager
+    from storage.metadata_log import MetadataLog
+
+    os.makedirs(config.data_dir, exist_ok=True)
+    metadata_log = MetadataLog(os.path.join(config.data_dir, METADATA_LOG_FILE), now_ms=now_ms)
+    log_manager = LogManager(config.data_dir, _explicit_log_settings(config), now_ms=now_ms)
+    return metadata_log, log_manager
+
+
+def _explicit_log_settings(config: BrokerConfig) -> dict[str, Any]:
+    """Broker-level log settings the operator set; storage keeps its own defaults otherwise
+    (notably its flush policy, which differs from Kafka's on purpose)."""
+    from .config import TOPIC_CONFIGS
+
+    out = {}
+    for topic_name, (_, broker_name) in TOPIC_CONFIGS.items():
+        if not config.is_default(broker_name):
+            out[topic_name] = config.get(broker_name)
+    return out

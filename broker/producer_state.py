@@ -199,13 +199,6 @@ class ProducerStateManager:
 
 
 def _iter_headers(log):
-    """(position, BatchHeader) pairs of every batch in a PartitionLog."""
-    for item in log.iter_batches():
-        if isinstance(item, tuple) and len(item) == 2 and hasattr(item[1], "producer_id"):
-            yield item
-        elif hasattr(item, "producer_id"):
-            yield None, item
-        else:
-            from protocol.records import read_header
-
-            yield None, read_header(item)
+    """(position-or-view, BatchHeader) pairs of every batch in a PartitionLog."""
+    for header, view in log.iter_batches():
+        yield view, header

@@ -45,3 +45,73 @@ class RecordingLogManager:
 
     def close(self):
         pass
+
+
+class DirLogManager(RecordingLogManager):
+    """Real storage PartitionLogs in a directory, without storage's LogManager."""
+
+    def __init__(self, root):
+        super().__init__()
+        self.root = root
+        self.logs = {}
+
+    def open_topic(self, name, num_partitions, configs):
+        from storage import PartitionLog
+
+        super().open_topic(name, num_partitions, configs)
+        for p in range(num_partitions):
+            if (name, p) not in self.logs:
+                self.logs[(name, p)] = PartitionLog(f"{self.root}/{name}-{p}", dict(configs))
+
+    def get(self, topic, partition):
+        return self.logs[(topic, partition)]
+
+    def update_topic_config(self, name, configs):
+        from storage import LogConfig
+
+        super().update_topic_config(name, configs)
+        for (topic, _), plog in self.logs.items():
+            if topic == name:
+                plog.update_config(LogConfig.from_kafka(dict(configs)))
+
+    def close(self):
+        for plog in self.logs.values():
+            plog.close()
+
+
+class FakeBroker:
+    """Just enough of broker.server.Broker for handler tests."""
+
+    def __init__(self, root, now_ms=1_000_000, **overrides):
+        import asyncio
+
+        from broker.config import BrokerConfig
+        from broker.controller import Controller
+        from broker.server import AppendWaiters
+
+        self.config = BrokerConfig.load(environ={}, overrides=overrides)
+        self.meta = MemoryMetadataLog()
+        self.logs = DirLogManager(root)
+        self.controller = Controller(self.config, self.meta, self.logs)
+        self.append_waiters = AppendWaiters()
+        self.txn_coordinator = None
+        self.group_coordinator = None
+        self._now = now_ms
+        try:
+            self.loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.loop = None
+        self.notified = []
+
+    def now_ms(self):
+        return self._now
+
+    def notify_append(self, topic, partition):
+        self.notified.append((topic, partition))
+        self.append_waiters.notify((topic, partition))
+
+
+class Ctx:
+    def __init__(self, broker, api_key, api_version, client_id="test"):
+        self.broker, self.api_key, self.api_version = broker, api_key, api_version
+        self.client_id, self.correlation_id, self.client_host, self.connection = client_id, 1, "127.0.0.1", None

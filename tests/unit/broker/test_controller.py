@@ -33,7 +33,7 @@ def test_cluster_id_and_topics_survive_reopen():
     ctrl, meta, logs = make()
     info = ctrl.create_topic("orders", 3, configs={"retention.ms": "1000"})
     assert logs.topics["orders"] == 3
-    assert logs.configs["orders"]["retention.ms"] == 1000
+    assert logs.configs["orders"]["retention.ms"] == "1000"
     assert len(ctrl.cluster_id) == 22
     again, _, logs2 = make(meta.saved)
     assert again.cluster_id == ctrl.cluster_id

@@ -1,0 +1,41 @@
+"""InitProducerId (key 22), versions 0-5.
+
+Idempotent producers (null transactional id): as Kafka's transaction coordinator does for them,
+every request gets a fresh producer id with epoch 0, whatever producer id/epoch it carries
+(v3+ sends the old ones after an error, KIP-360; a new id is also a valid answer there).
+Ids come from the controller's ProducerIdManager, whose reserved blocks are persisted in the
+metadata log, so an id is never handed out twice, even across restarts.
+
+Transactional ids need a transaction coordinator.  When one is installed
+(``broker.txn_coordinator`` with ``async init_producer_id(ctx, body) -> dict``) the request goes
+to it; without one the answer is COORDINATOR_NOT_AVAILABLE (retriable), which is what Kafka
+answers while its transaction coordinator is not ready; producers retry and eventually time out.
+v2 is flexible; v4 adds PRODUCER_FENCED, v5 TRANSACTION_ABORTABLE (both coordinator matters).
+"""
+
+from __future__ import annotations
+
+import logging
+
+API_KEY = 22
+NONE = 0
+COORDINATOR_NOT_AVAILABLE = 15
+
+log = logging.getLogger("minikafka.init_producer_id")
+
+
+async def handle_init_producer_id(ctx, body: dict) -> dict:
+    broker = ctx.broker
+    if body.get("transactional_id") is not None:
+        coordinator = broker.txn_coordinator
+        if coordinator is not None:
+            return await coordinator.init_producer_id(ctx, body)
+        return {"throttle_time_ms": 0, "error_code": COORDINATOR_NOT_AVAILABLE,
+                "producer_id": -1, "producer_epoch": -1}
+    producer_id = broker.controller.producer_ids.next_id()
+    log.debug("producer id %d for client_id=%s", producer_id, ctx.client_id)
+    return {"throttle_time_ms": 0, "error_code": NONE, "producer_id": producer_id, "producer_epoch": 0}
+
+
+def register(registry, broker) -> None:
+    registry.register(API_KEY, 0, 5, handle_init_producer_id)

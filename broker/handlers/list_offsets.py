@@ -1,0 +1,74 @@
+"""ListOffsets (key 2), versions 1-7.
+
+Special timestamps: -1 latest (the high watermark; with v2+ ``isolation_level`` 1 the last stable
+offset), -2 earliest (the log start offset), -3 (v7, KIP-734) the offset of the record with the
+largest timestamp, together with that timestamp.  Any other timestamp finds the first offset
+whose record timestamp is >= it; when there is none, offset and timestamp are -1 (Kafka's
+"unknown offset").  v1+ returns a single offset (v0's ``old_style_offsets`` list is not served);
+v4+ adds leader_epoch (always 0 here); v6 is flexible.  v8+ (-4 earliest-local, -5 tiered) is
+not served.
+
+current_leader_epoch (v4+) above ours gives UNKNOWN_LEADER_EPOCH, below (other than -1)
+FENCED_LEADER_EPOCH.  Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import KafkaError
+
+API_KEY = 2
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+FENCED_LEADER_EPOCH = 74
+UNKNOWN_LEADER_EPOCH = 75
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+LEADER_EPOCH = 0
+
+
+def _entry(index: int, error: int, offset: int = -1, timestamp: int = -1, epoch: int = -1) -> dict:
+    return {"partition_index": index, "error_code": error, "old_style_offsets": [],
+            "timestamp": timestamp, "offset": offset, "leader_epoch": epoch}
+
+
+def list_partition(broker, topic: str, p: dict, read_committed: bool) -> dict:
+    index = p["partition_index"]
+    try:
+        plog = broker.controller.log(topic, index)
+    except KafkaError as exc:
+        return _entry(index, exc.code)
+    current = p.get("current_leader_epoch", -1)
+    if current > LEADER_EPOCH:
+        return _entry(index, UNKNOWN_LEADER_EPOCH)
+    if current < -1:
+        return _entry(index, FENCED_LEADER_EPOCH)
+    ts = p["timestamp"]
+    if ts == LATEST:
+        offset = plog.last_stable_offset if read_committed else plog.high_watermark
+        return _entry(index, NONE, offset, -1, LEADER_EPOCH)
+    if ts == EARLIEST:
+        return _entry(index, NONE, plog.log_start_offset, -1, LEADER_EPOCH)
+    upper = plog.last_stable_offset if read_committed else plog.high_watermark
+    if ts == MAX_TIMESTAMP:
+        found = plog.max_timestamp_offset()
+    else:
+        found = plog.offset_for_timestamp(ts)
+    if found is None or found[0] >= upper:
+        return _entry(index, NONE, -1, -1, -1)
+    offset, timestamp = found
+    return _entry(index, NONE, offset, timestamp, LEADER_EPOCH)
+
+
+async def handle_list_offsets(ctx, body: dict) -> dict:
+    read_committed = body.get("isolation_level", 0) == 1
+    topics = []
+    for topic in body.get("topics") or ():
+        name = topic["name"]
+        topics.append({"name": name, "partitions": [
+            list_partition(ctx.broker, name, p, read_committed) for p in topic.get("partitions") or ()]})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def register(registry, broker) -> None:
+    registry.register(API_KEY, 1, 7, handle_list_offsets)

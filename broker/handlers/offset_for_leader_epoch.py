@@ -1,0 +1,57 @@
+"""OffsetForLeaderEpoch (key 23), versions 2-4.
+
+Consumers (Java when v3+ is advertised, librdkafka, kafka-python) use it to validate a position
+after a leader change: "where does epoch E end?".  This broker has had one leader forever, so
+there is one epoch, 0:
+
+- requested epoch 0 (ours) -> leader_epoch 0, end_offset = log end offset;
+- requested epoch above ours or below 0 -> leader_epoch -1, end_offset -1 (Kafka's
+  UNDEFINED_EPOCH / UNDEFINED_EPOCH_OFFSET answer);
+- current_leader_epoch above ours -> UNKNOWN_LEADER_EPOCH, below (other than -1) ->
+  FENCED_LEADER_EPOCH; unknown partition -> UNKNOWN_TOPIC_OR_PARTITION.
+
+v2 adds current_leader_epoch, v3 replica_id, v4 is flexible.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import KafkaError
+
+API_KEY = 23
+NONE = 0
+FENCED_LEADER_EPOCH = 74
+UNKNOWN_LEADER_EPOCH = 75
+LEADER_EPOCH = 0
+
+
+def _entry(index: int, error: int, epoch: int = -1, end_offset: int = -1) -> dict:
+    return {"error_code": error, "partition": index, "leader_epoch": epoch, "end_offset": end_offset}
+
+
+def epoch_for(broker, topic: str, p: dict) -> dict:
+    index = p["partition"]
+    try:
+        plog = broker.controller.log(topic, index)
+    except KafkaError as exc:
+        return _entry(index, exc.code)
+    current = p.get("current_leader_epoch", -1)
+    if current > LEADER_EPOCH:
+        return _entry(index, UNKNOWN_LEADER_EPOCH)
+    if current < -1:
+        return _entry(index, FENCED_LEADER_EPOCH)
+    if p["leader_epoch"] != LEADER_EPOCH:
+        return _entry(index, NONE)
+    return _entry(index, NONE, LEADER_EPOCH, plog.log_end_offset)
+
+
+async def handle_offset_for_leader_epoch(ctx, body: dict) -> dict:
+    topics = []
+    for topic in body.get("topics") or ():
+        name = topic["topic"]
+        topics.append({"topic": name, "partitions": [epoch_for(ctx.broker, name, p)
+                                                     for p in topic.get("partitions") or ()]})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def register(registry, broker) -> None:
+    registry.register(API_KEY, 2, 4, handle_offset_for_leader_epoch)

@@ -1,0 +1,171 @@
+"""Produce (key 0): advertise 0-11, serve 3-11.
+
+Versions 0-2 are advertised because librdkafka < 2.11.1 turns compression off when Produce v0
+is outside the broker's range (KAFKA-18659); like Kafka 4.x we answer them with
+UNSUPPORTED_VERSION per partition.  v3+ carries record batch v2 only.
+
+Per partition, in Kafka's order (``ReplicaManager.appendToLocalLog``,
+``UnifiedLog.analyzeAndValidateRecords``, ``ProduceRequest.validateRecords``):
+
+1. unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION (Produce never auto-creates);
+   an internal topic (``__consumer_offsets``) -> INVALID_TOPIC_EXCEPTION;
+2. the records must be exactly one magic-2 batch with base offset 0 and no control flag
+   -> else INVALID_RECORD (87);
+3. batch larger than the topic's ``max.message.bytes`` -> MESSAGE_TOO_LARGE;
+4. CRC-32C mismatch (checked by storage on append) -> CORRUPT_MESSAGE;
+5. idempotent producers (producer id >= 0): a duplicate of one of the last five batches is
+   acknowledged with its original base offset and no error; a stale epoch gives
+   INVALID_PRODUCER_EPOCH, a sequence gap OUT_OF_ORDER_SEQUENCE_NUMBER (broker.producer_state).
+
+acks must be 0, 1 or -1 (else INVALID_REQUIRED_ACKS for every partition).  With one replica, -1
+and 1 complete at the same moment.  acks=0 gets no response at all.  The batch is appended as
+the client sent it (compressed data untouched); only base offset and leader epoch are patched
+in place (the CRC does not cover them), or for ``message.timestamp.type=LogAppendTime`` the
+timestamp fields (storage recomputes the CRC).  Every append wakes Fetch long polls on that
+partition.  The handler appends before any ``await``, so several Produce requests in flight on
+one connection land in request order.
+
+Transactional batches (v3+ with a transactional id) are accepted like idempotent ones;
+verifying that the partition was added to the transaction belongs to the transaction
+coordinator (broker.txn, when present: ``broker.txn_coordinator.validate_produce``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from protocol.errors import CorruptRecordError, KafkaError
+from protocol.records import BATCH_HEADER_SIZE, crc_ok, read_header, set_partition_leader_epoch
+
+log = logging.getLogger("minikafka.produce")
+
+API_KEY = 0
+NONE = 0
+CORRUPT_MESSAGE = 2
+UNKNOWN_TOPIC_OR_PARTITION = 3
+MESSAGE_TOO_LARGE = 10
+INVALID_TOPIC_EXCEPTION = 17
+INVALID_REQUIRED_ACKS = 21
+UNSUPPORTED_VERSION = 35
+INVALID_RECORD = 87
+KAFKA_STORAGE_ERROR = 56
+LEADER_EPOCH = 0
+
+_MESSAGES = {
+    INVALID_RECORD: "Produce requests with version 3+ must contain exactly one record batch of magic 2 "
+                    "with base offset 0 per partition",
+}
+
+
+def _partition_response(index: int, error: int, base_offset: int = -1, log_start_offset: int = -1,
+                        log_append_time_ms: int = -1, message: str | None = None) -> dict:
+    return {"index": index, "error_code": error, "base_offset": base_offset,
+            "log_append_time_ms": log_append_time_ms, "log_start_offset": log_start_offset,
+            "record_errors": [], "error_message": message}
+
+
+def _validate_batch(records, max_bytes: int):
+    """(error, header) for a partition's records; header is None unless error is NONE.
+
+    The CRC is checked by storage on append (once, on the bytes it writes); here only for
+    batches acknowledged as duplicates without being appended."""
+    if records is None or len(records) < BATCH_HEADER_SIZE:
+        return INVALID_RECORD, None
+    try:
+        header = read_header(records, 0)
+    except CorruptRecordError:
+        # Magic other than 2 or an impossible length: not a v2 batch at all.
+        return INVALID_RECORD, None
+    if header.size != len(records) or header.base_offset != 0 or header.is_control:
+        return INVALID_RECORD, None
+    if header.size > max_bytes:
+        return MESSAGE_TOO_LARGE, None
+    return NONE, header
+
+
+def produce_partition(broker, topic: str, info, index: int, records, transactional_id) -> dict:
+    """Validate and append one partition's batch; returns its response entry."""
+    controller = broker.controller
+    if info is None or not 0 <= index < info.num_partitions:
+        return _partition_response(index, UNKNOWN_TOPIC_OR_PARTITION)
+    if info.internal:
+        return _partition_response(index, INVALID_TOPIC_EXCEPTION,
+                                   message=f"Cannot append to internal topic {topic}")
+    max_bytes = controller.topic_config_value(topic, "max.message.bytes")
+    error, header = _validate_batch(records, max_bytes)
+    if error:
+        return _partition_response(index, error, message=_MESSAGES.get(error))
+    plog = controller.log(topic, index)
+    if header.producer_id >= 0:
+        state = controller.producer_states.for_partition(topic, index, plog)
+        check = state.check(header.producer_id, header.producer_epoch, header.base_sequence,
+                            header.last_offset_delta, is_transactional=header.is_transactional)
+        if check.duplicate is not None:
+            if not crc_ok(records, 0):
+                return _partition_response(index, CORRUPT_MESSAGE)
+            log.debug("duplicate batch of producer %d seq %d on %s-%d acknowledged at offset %d",
+                      header.producer_id, header.base_sequence, topic, index, check.duplicate.first_offset)
+            return _partition_response(index, NONE, check.duplicate.first_offset, plog.log_start_offset)
+        if check.error:
+            return _partition_response(index, check.error)
+        txn = broker.txn_coordinator
+        if header.is_transactional and txn is not None and hasattr(txn, "validate_produce"):
+            txn_error = txn.validate_produce(transactional_id, topic, index, header)
+            if txn_error:
+                return _partition_response(index, txn_error)
+    else:
+        state = None
+    # Kafka stamps the leader epoch on append; consumers send it back in OffsetForLeaderEpoch.
+    set_partition_leader_epoch(records, 0, LEADER_EPOCH)
+    try:
+        result = plog.append(records)
+    except CorruptRecordError as exc:
+        return _partition_response(index, CORRUPT_MESSAGE, message=str(exc))
+    except KafkaError as exc:
+        return _partition_response(index, exc.code, message=str(exc))
+    base_offset, append_time = result.base_offset, result.log_append_time
+    if state is not None:
+        state.record(header.producer_id, header.producer_epoch, header.base_sequence,
+                     header.last_offset_delta, base_offset, header.max_timestamp)
+    broker.notify_append(topic, index)
+    return _partition_response(index, NONE, base_offset, plog.log_start_offset, append_time)
+
+
+def handle_produce_sync(broker, version: int, body: dict) -> dict | None:
+    acks = body.get("acks")
+    topics = body.get("topic_data") or []
+    responses = []
+    if version < 3 or acks not in (0, 1, -1):
+        error = UNSUPPORTED_VERSION if version < 3 else INVALID_REQUIRED_ACKS
+        for topic in topics:
+            responses.append({"name": topic["name"], "partition_responses": [
+                _partition_response(p["index"], error) for p in topic.get("partition_data") or []]})
+        return {"responses": responses, "throttle_time_ms": 0}
+    controller = broker.controller
+    transactional_id = body.get("transactional_id")
+    for topic in topics:
+        name = topic["name"]
+        info = controller.topic(name)
+        parts = [produce_partition(broker, name, info, p["index"], p.get("records"), transactional_id)
+                 for p in topic.get("partition_data") or []]
+        responses.append({"name": name, "partition_responses": parts})
+    return {"responses": responses, "throttle_time_ms": 0}
+
+
+def _has_error(response: dict) -> bool:
+    return any(p["error_code"] for t in response["responses"] for p in t["partition_responses"])
+
+
+def register(registry, broker) -> None:
+    async def handle_produce(ctx, body: dict) -> dict | None:
+        response = handle_produce_sync(ctx.broker, ctx.api_version, body)
+        if body.get("acks") == 0:
+            # Kafka closes an acks=0 connection whose produce failed: the client cannot see an
+            # error code, but the reconnect makes it refresh metadata.
+            if _has_error(response) and ctx.connection is not None:
+                log.info("acks=0 produce from client_id=%s failed; closing its connection", ctx.client_id)
+                ctx.connection.close()
+            return None
+        return response
+
+    registry.register(API_KEY, 0, 11, handle_produce)
