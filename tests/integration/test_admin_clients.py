@@ -256,3 +256,38 @@ def test_aiokafka_admin(kafka):
             await admin.close()
 
     asyncio.run(asyncio.wait_for(scenario(), 30))
+
+
+def test_confluent_dynamic_broker_config(kafka, ck_admin):
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
+
+    broker_resource = ConfigResource(ResourceType.BROKER, "1")
+    entries = ck_admin.describe_configs([broker_resource])[broker_resource].result(timeout=TIMEOUT_S)
+    assert entries["log.retention.ms"].is_read_only is False
+    assert entries["num.partitions"].is_read_only is True
+
+    read_only = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
+        ConfigEntry("num.partitions", "7", incremental_operation=AlterConfigOpType.SET)])
+    assert _ck_code(ck_admin.incremental_alter_configs([read_only])[read_only]) == KafkaError.INVALID_REQUEST
+
+    dynamic = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
+        ConfigEntry("log.retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)])
+    ck_admin.incremental_alter_configs([dynamic])[dynamic].result(timeout=TIMEOUT_S)
+    try:
+        entries = ck_admin.describe_configs([broker_resource])[broker_resource].result(timeout=TIMEOUT_S)
+        assert entries["log.retention.ms"].value == "7200000"
+        assert entries["log.retention.ms"].source == 2  # DYNAMIC_BROKER_CONFIG
+        # A new topic's default follows the dynamic broker value.
+        name = unique("ckdyn")
+        ck_admin.create_topics([NewTopic(name, 1, 1)])[name].result(timeout=TIMEOUT_S)
+        topic_resource = ConfigResource(ResourceType.TOPIC, name)
+        topic_entries = ck_admin.describe_configs([topic_resource])[topic_resource].result(timeout=TIMEOUT_S)
+        assert topic_entries["retention.ms"].value == "7200000"
+        assert topic_entries["retention.ms"].source == 2
+    finally:
+        reset = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
+            ConfigEntry("log.retention.ms", None, incremental_operation=AlterConfigOpType.DELETE)])
+        ck_admin.incremental_alter_configs([reset])[reset].result(timeout=TIMEOUT_S)
+    entries = ck_admin.describe_configs([broker_resource])[broker_resource].result(timeout=TIMEOUT_S)
+    assert entries["log.retention.ms"].value is None
