@@ -297,6 +297,9 @@ class BrokerConfig:
         "advertised_host": "advertised_host", "advertised-port": "advertised_port",
         "advertised_port": "advertised_port", "data-dir": "data_dir", "data_dir": "data_dir",
         "node-id": "node_id", "node_id": "node_id", "log-level": "log_level", "log_level": "log_level",
+        # Dotted spellings (tests pass overrides as dotted names; Kafka < 3 had advertised.port).
+        "advertised.host": "advertised_host", "advertised.host.name": "advertised_host",
+        "advertised.port": "advertised_port", "data.dir": "data_dir", "log.level": "log_level",
     }
 
     def apply_mapping(self, values: Mapping[str, Any], source: str) -> None:

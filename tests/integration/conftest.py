@@ -213,3 +213,64 @@ def pytest_runtest_makereport(item, call):
 def pytest_sessionfinish(session, exitstatus):
     for handle in _ALL_BROKERS:
         handle.kill()
+
+
+class RawClient:
+    """A blocking Kafka connection speaking through protocol.codec (error cases, exact bytes)."""
+
+    def __init__(self, port: int, client_id: str = "raw-test", timeout: float = 10.0):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.client_id = client_id
+        self.correlation_id = 0
+
+    def encode(self, api_key: int, version: int, body: dict) -> tuple[int, bytes]:
+        from protocol.codec import encode_request
+
+        self.correlation_id += 1
+        return self.correlation_id, encode_request(api_key, version, self.correlation_id, self.client_id, body)
+
+    def send_bytes(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def read_frame(self) -> bytes:
+        size = int.from_bytes(self._read_exact(4), "big", signed=True)
+        return self._read_exact(size)
+
+    def _read_exact(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("connection closed by broker")
+            buf += chunk
+        return bytes(buf)
+
+    def read_response(self, api_key: int, version: int) -> tuple[int, dict]:
+        from protocol.codec import decode_response
+
+        return decode_response(api_key, version, self.read_frame())
+
+    def request(self, api_key: int, version: int, body: dict) -> dict:
+        correlation_id, data = self.encode(api_key, version, body)
+        self.send_bytes(data)
+        got, response = self.read_response(api_key, version)
+        assert got == correlation_id
+        return response
+
+    def is_closed_by_peer(self, timeout: float = 5.0) -> bool:
+        self.sock.settimeout(timeout)
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
+        except socket.timeout:
+            return False
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
