@@ -103,7 +103,8 @@ class OffsetIndex:
             offsets.append(off)
             positions.append(pos)
             prev_off, prev_pos = off, pos
-        if offsets and positions[0] != 0:
+        # The first batch of a segment is always indexed.
+        if (offsets and positions[0] != 0) or (log_size > 0 and not offsets):
             return False
         self.offsets, self.positions = offsets, positions
         self._persisted = len(offsets)
