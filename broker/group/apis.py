@@ -1,0 +1,377 @@
+"""Group APIs: the asyncio side of the group coordinator.
+
+Served versions (PROTOCOL.md "Serve" column) and per-version notes:
+
+* FindCoordinator 0-4: v4+ batches ``coordinator_keys``.  key_type 0 (group) answers this broker;
+  key_type 1 (transaction) answers this broker only when a transaction coordinator is installed
+  (``broker.txn_coordinator``), else COORDINATOR_NOT_AVAILABLE; other key types INVALID_REQUEST.
+* JoinGroup 0-9: v0 has no rebalance timeout (the session timeout is used); v4+ MEMBER_ID_REQUIRED
+  two-step join; v5+ group.instance.id; protocol_name is nullable only from v7 ("" before);
+  v9 skip_assignment for a static leader rejoining a Stable group.
+* SyncGroup 0-5: v3+ group.instance.id; v5 protocol type/name checked and returned.
+* Heartbeat 0-4, LeaveGroup 0-5 (v3+ batched members; v0-2 report the member's error at the top).
+* OffsetCommit 2-9 (v2-4 retention_time_ms; v6+ leader epoch; v7+ group.instance.id; v9 answers
+  GROUP_ID_NOT_FOUND for an unknown group with a generation), OffsetFetch 1-9 (v2+ all topics with
+  null topics; v7 require_stable; v8+ several groups).  Partitions of topics that do not exist get
+  UNKNOWN_TOPIC_OR_PARTITION on commit, as Kafka's request handler does.
+* DescribeGroups 0-5, ListGroups 0-5 (v4 states filter, v5 types filter), DeleteGroups 0-2,
+  OffsetDelete 0.
+Not implemented: TxnOffsetCommit (no pending transactional offsets, so ``require_stable`` never
+yields UNSTABLE_OFFSET_COMMIT), KIP-848 consumer groups (ConsumerGroupHeartbeat is not advertised).
+
+A parked JoinGroup/SyncGroup is an asyncio future completed by the shard's ``respond`` callback, so
+it never blocks the event loop or other connections; the connection keeps responses in order.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+from protocol.errors import ErrorCode
+
+from .coordinator import OFFSETS_TOPIC, GroupCoordinator
+from .shard import GroupConfig, join_error, sync_error
+from .timer import AsyncioTimer
+
+log = logging.getLogger("minikafka.group")
+
+FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 10, 11, 12, 13, 14
+OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 8, 9, 15, 16, 42, 47
+
+# READ, DELETE, DESCRIBE: what Kafka reports for a group when no authorizer is configured.
+GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+NOT_REQUESTED_OPERATIONS = -2147483648
+
+
+def _coordinator(ctx) -> Optional[GroupCoordinator]:
+    return getattr(ctx.broker, "group_coordinator", None)
+
+
+def _check(ctx, group_id: str):
+    """(shard, ErrorCode) for a group: the error covers a missing/idle coordinator and loading."""
+    coord = _coordinator(ctx)
+    if coord is None:
+        return None, ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return coord.check(group_id)
+
+
+def _client_host(ctx) -> str:
+    # Kafka reports InetAddress.toString(): "/" + the address.
+    return "/" + (ctx.client_host or "")
+
+
+# == FindCoordinator ==============================================================================
+
+async def find_coordinator(ctx, body: dict) -> dict:
+    key_type = body.get("key_type", 0)
+    keys = (body.get("coordinator_keys") or []) if ctx.api_version >= 4 else [body.get("key", "")]
+    host, port = ctx.broker.config.advertised
+    node_id = ctx.broker.config.node_id
+    results = []
+    for key in keys:
+        if key_type == 0:
+            coord = _coordinator(ctx)
+            error = ErrorCode.NONE if coord is not None and coord.active else ErrorCode.COORDINATOR_NOT_AVAILABLE
+        elif key_type == 1:
+            error = (ErrorCode.NONE if getattr(ctx.broker, "txn_coordinator", None) is not None
+                     else ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        else:
+            error = ErrorCode.INVALID_REQUEST
+        if error == ErrorCode.NONE:
+            results.append({"key": key, "node_id": node_id, "host": host, "port": port,
+                            "error_code": 0, "error_message": None})
+        else:
+            results.append({"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error,
+                            "error_message": error.name})
+    if ctx.api_version >= 4:
+        return {"throttle_time_ms": 0, "coordinators": results}
+    r = results[0]
+    return {"throttle_time_ms": 0, "error_code": r["error_code"], "error_message": r["error_message"],
+            "node_id": r["node_id"], "host": r["host"], "port": r["port"]}
+
+
+# == JoinGroup / SyncGroup / Heartbeat / LeaveGroup ===============================================
+
+def _fit_join(response: dict, version: int) -> dict:
+    out = dict(response)
+    out["throttle_time_ms"] = 0
+    out.setdefault("skip_assignment", False)
+    if out.get("protocol_name") is None and version < 7:
+        out["protocol_name"] = ""  # not nullable before v7
+    if out.get("leader") is None:
+        out["leader"] = ""
+    return out
+
+
+async def join_group(ctx, body: dict) -> dict:
+    group_id = body["group_id"]
+    if not group_id:
+        return _fit_join(join_error(ErrorCode.INVALID_GROUP_ID, body["member_id"]), ctx.api_version)
+    shard, error = _check(ctx, group_id)
+    if shard is None:
+        return _fit_join(join_error(error, body["member_id"]), ctx.api_version)
+    future = ctx.broker.loop.create_future()
+
+    def respond(response: dict) -> None:
+        if not future.done():
+            future.set_result(response)
+
+    request = dict(body)
+    if ctx.api_version == 0:
+        request["rebalance_timeout_ms"] = body["session_timeout_ms"]
+    shard.join_group(request, api_version=ctx.api_version, client_id=ctx.client_id or "",
+                     client_host=_client_host(ctx), respond=respond)
+    return _fit_join(await future, ctx.api_version)
+
+
+def _fit_sync(response: dict) -> dict:
+    out = dict(response)
+    out["throttle_time_ms"] = 0
+    if out.get("assignment") is None:
+        out["assignment"] = b""
+    return out
+
+
+async def sync_group(ctx, body: dict) -> dict:
+    group_id = body["group_id"]
+    if not group_id:
+        return _fit_sync(sync_error(ErrorCode.INVALID_GROUP_ID))
+    shard, error = _check(ctx, group_id)
+    if shard is None:
+        return _fit_sync(sync_error(error))
+    future = ctx.broker.loop.create_future()
+
+    def respond(response: dict) -> None:
+        if not future.done():
+            future.set_result(response)
+
+    shard.sync_group(body, respond)
+    return _fit_sync(await future)
+
+
+async def heartbeat(ctx, body: dict) -> dict:
+    group_id = body["group_id"]
+    if not group_id:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_GROUP_ID}
+    shard, error = _check(ctx, group_id)
+    if shard is None:
+        return {"throttle_time_ms": 0, "error_code": error}
+    response = shard.heartbeat(body)
+    return {"throttle_time_ms": 0, "error_code": response["error_code"]}
+
+
+async def leave_group(ctx, body: dict) -> dict:
+    group_id = body["group_id"]
+    if ctx.api_version >= 3:
+        members = [{"member_id": m["member_id"], "group_instance_id": m.get("group_instance_id")}
+                   for m in body.get("members") or []]
+    else:
+        members = [{"member_id": body["member_id"], "group_instance_id": None}]
+    if not group_id:
+        response = {"error_code": ErrorCode.INVALID_GROUP_ID, "members": []}
+    else:
+        shard, error = _check(ctx, group_id)
+        response = {"error_code": error, "members": []} if shard is None else shard.leave_group(group_id, members)
+    out = {"throttle_time_ms": 0, "error_code": response["error_code"], "members": response["members"]}
+    if ctx.api_version < 3 and out["error_code"] == ErrorCode.NONE:
+        # One member, no member list on the wire: its error becomes the response's error.
+        errors = [m["error_code"] for m in out["members"] if m["error_code"] != ErrorCode.NONE]
+        out["error_code"] = errors[0] if errors else ErrorCode.NONE
+    return out
+
+
+# == OffsetCommit / OffsetFetch / OffsetDelete ====================================================
+
+def _partition_exists(ctx, topic: str, partition: int) -> bool:
+    controller = ctx.broker.controller
+    info = controller.topic(topic) if controller is not None else None
+    return info is not None and 0 <= partition < info.num_partitions
+
+
+async def offset_commit(ctx, body: dict) -> dict:
+    topics = body.get("topics") or []
+
+    def everywhere(code: ErrorCode) -> dict:
+        return {"throttle_time_ms": 0, "topics": [{"name": t["name"], "partitions": [
+            {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]}
+            for t in topics]}
+
+    group_id = body["group_id"]
+    if not group_id:
+        return everywhere(ErrorCode.INVALID_GROUP_ID)
+    shard, error = _check(ctx, group_id)
+    if shard is None:
+        return everywhere(error)
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    known_topics = []
+    for t in topics:
+        known = [p for p in t["partitions"] if _partition_exists(ctx, t["name"], p["partition_index"])]
+        for p in t["partitions"]:
+            if p not in known:
+                errors[(t["name"], p["partition_index"])] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if known:
+            known_topics.append({**t, "partitions": known})
+    if known_topics:
+        response = shard.commit_offsets({**body, "topics": known_topics}, ctx.api_version)
+        for t in response["topics"]:
+            for p in t["partitions"]:
+                errors[(t["name"], p["partition_index"])] = p["error_code"]
+    return {"throttle_time_ms": 0, "topics": [{"name": t["name"], "partitions": [
+        {"partition_index": p["partition_index"], "error_code": errors[(t["name"], p["partition_index"])]}
+        for p in t["partitions"]]} for t in topics]}
+
+
+def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> dict:
+    shard, error = _check(ctx, group_id) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+    if shard is None:
+        return {"group_id": group_id, "error_code": error, "topics": [
+            {"name": t["name"], "partitions": [
+                {"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+                 "error_code": error} for i in t["partition_indexes"]]} for t in topics or []]}
+    return shard.fetch_offsets(group_id, topics, require_stable)
+
+
+async def offset_fetch(ctx, body: dict) -> dict:
+    require_stable = bool(body.get("require_stable", False))
+    if ctx.api_version >= 8:
+        groups = [_fetch_group(ctx, g["group_id"], g.get("topics"), require_stable) for g in body["groups"]]
+        return {"throttle_time_ms": 0, "groups": groups}
+    group = _fetch_group(ctx, body["group_id"], body.get("topics"), require_stable)
+    return {"throttle_time_ms": 0, "topics": group["topics"], "error_code": group["error_code"]}
+
+
+async def offset_delete(ctx, body: dict) -> dict:
+    group_id = body["group_id"]
+    if not group_id:
+        return {"error_code": ErrorCode.INVALID_GROUP_ID, "throttle_time_ms": 0, "topics": []}
+    shard, error = _check(ctx, group_id)
+    if shard is None:
+        return {"error_code": error, "throttle_time_ms": 0, "topics": []}
+    topics = body.get("topics") or []
+    known = [t for t in topics if ctx.broker.controller.topic(t["name"]) is not None]
+    response = shard.delete_offsets({"group_id": group_id, "topics": known})
+    if response["error_code"] != ErrorCode.NONE:
+        return {"error_code": response["error_code"], "throttle_time_ms": 0, "topics": []}
+    by_name = {t["name"]: t for t in response["topics"]}
+    out_topics = []
+    for t in topics:
+        if t["name"] in by_name:
+            out_topics.append(by_name[t["name"]])
+        else:
+            out_topics.append({"name": t["name"], "partitions": [
+                {"partition_index": p["partition_index"], "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+                for p in t["partitions"]]})
+    return {"error_code": ErrorCode.NONE, "throttle_time_ms": 0, "topics": out_topics}
+
+
+# == DescribeGroups / ListGroups / DeleteGroups ===================================================
+
+async def describe_groups(ctx, body: dict) -> dict:
+    operations = (GROUP_AUTHORIZED_OPERATIONS if body.get("include_authorized_operations")
+                  else NOT_REQUESTED_OPERATIONS)
+    out = []
+    for group_id in body.get("groups") or []:
+        shard, error = _check(ctx, group_id) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+        if shard is None:
+            described = {"error_code": error, "group_id": group_id, "group_state": "", "protocol_type": "",
+                         "protocol_data": "", "members": []}
+        else:
+            described = shard.describe_group(group_id)
+        described["authorized_operations"] = operations
+        out.append(described)
+    return {"throttle_time_ms": 0, "groups": out}
+
+
+async def list_groups(ctx, body: dict) -> dict:
+    coord = _coordinator(ctx)
+    if coord is None or not coord.active:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "groups": []}
+    states = body.get("states_filter") or []
+    types = body.get("types_filter") or []
+    groups = []
+    error = ErrorCode.NONE
+    for shard in coord.shards:
+        if not shard.loaded:
+            error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            continue
+        groups.extend(shard.list_groups(states, types))
+    return {"throttle_time_ms": 0, "error_code": error, "groups": groups}
+
+
+async def delete_groups(ctx, body: dict) -> dict:
+    results = []
+    for group_id in body.get("groups_names") or []:
+        shard, error = _check(ctx, group_id) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+        if shard is not None:
+            error = shard.delete_group(group_id)
+        results.append({"group_id": group_id, "error_code": error})
+    return {"throttle_time_ms": 0, "results": results}
+
+
+# == life cycle ==================================================================================
+
+class PartitionLogAdapter:
+    """A shard's view of its ``__consumer_offsets`` partition in storage."""
+
+    def __init__(self, broker, partition: int) -> None:
+        self._broker = broker
+        self._partition = partition
+
+    def _log(self):
+        return self._broker.controller.log(OFFSETS_TOPIC, self._partition)
+
+    def append(self, batch: bytearray) -> int:
+        info = self._log().append(batch)
+        notify = getattr(self._broker, "notify_append", None)
+        if notify is not None:
+            notify(OFFSETS_TOPIC, self._partition)
+        return info.base_offset
+
+    def iter_batches(self):
+        for _header, view in self._log().iter_batches(0):
+            yield view
+
+
+def register(registry, broker) -> None:
+    for api_key, lo, hi, handler in (
+        (FIND_COORDINATOR, 0, 4, find_coordinator),
+        (JOIN_GROUP, 0, 9, join_group),
+        (HEARTBEAT, 0, 4, heartbeat),
+        (LEAVE_GROUP, 0, 5, leave_group),
+        (SYNC_GROUP, 0, 5, sync_group),
+        (OFFSET_COMMIT, 2, 9, offset_commit),
+        (OFFSET_FETCH, 1, 9, offset_fetch),
+        (DESCRIBE_GROUPS, 0, 5, describe_groups),
+        (LIST_GROUPS, 0, 5, list_groups),
+        (DELETE_GROUPS, 0, 2, delete_groups),
+        (OFFSET_DELETE, 0, 0, offset_delete),
+    ):
+        registry.register(api_key, lo, hi, handler)
+    if getattr(broker, "group_coordinator", None) is None:
+        broker.group_coordinator = None  # created by start() once __consumer_offsets exists
+
+
+async def start(broker) -> None:
+    controller = broker.controller
+    info = controller.topic(OFFSETS_TOPIC)
+    if info is None:
+        info = controller.create_topic(
+            OFFSETS_TOPIC, num_partitions=broker.config.get("offsets.topic.num.partitions"),
+            configs={"cleanup.policy": "compact", "segment.bytes": "104857600"}, internal=True)
+    timer = AsyncioTimer(broker.loop, on_error=lambda exc: log.error("group timer failed", exc_info=exc))
+    coordinator = GroupCoordinator(info.num_partitions, lambda p: PartitionLogAdapter(broker, p), timer,
+                                   broker, GroupConfig.from_broker_config(broker.config))
+    coordinator.load()
+    broker.group_coordinator = coordinator
+    log.info("group coordinator loaded %d __consumer_offsets partitions (%d groups)", info.num_partitions,
+             sum(len(s.groups) for s in coordinator.shards))
+
+
+async def stop(broker) -> None:
+    coordinator = getattr(broker, "group_coordinator", None)
+    if coordinator is None:
+        return
+    coordinator.unload()
+    if isinstance(coordinator.timer, AsyncioTimer):
+        coordinator.timer.cancel_all()
