@@ -283,8 +283,37 @@ def _alter_broker(broker, name: str, configs: list[dict], incremental: bool, val
         raise ResourceError(ErrorCode.INVALID_REQUEST, str(exc)) from None
     if validate_only:
         return
+    changed = {k for k in set(current) | set(canonical) if current.get(k) != canonical.get(k)}
     store.replace(per_broker, canonical)
     log.info("dynamic broker configs (%s) now %s", name or "<default>", canonical)
+    refresh_topic_logs(broker, changed)
+
+
+def refresh_topic_logs(broker, changed_broker_names) -> None:
+    """Hand new effective configs to the logs of topics that take a changed broker default.
+
+    The controller derives a topic's log settings from BrokerConfig when a topic is opened or
+    its overrides change; re-setting no overrides (an empty change) makes it derive them again.
+    """
+    controller = getattr(broker, "controller", None)
+    changed = set(changed_broker_names)
+    if controller is None or not changed:
+        return
+    affected = [topic for topic, synonyms in cfg.TOPIC_SYNONYMS.items()
+                if any(name in changed for name, _ in synonyms)]
+    if not affected:
+        return
+    refresh = getattr(controller, "refresh_topic_configs", None)
+    for name, info in list(controller.topics.items()):
+        if all(topic in (info.configs or {}) for topic in affected):
+            continue
+        try:
+            if refresh is not None:
+                refresh(name)
+            else:
+                controller.set_topic_configs(name, {})
+        except KafkaError as exc:
+            log.warning("could not refresh the log configs of %s: %s", name, exc)
 
 
 async def _alter(ctx, body: dict, incremental: bool) -> dict:
@@ -329,7 +358,8 @@ async def incremental_alter_configs(ctx, body: dict) -> dict:
 def register(registry, broker) -> None:
     # Load the dynamic broker configs now so that the running BrokerConfig reflects them.
     try:
-        cfg.dynamic_configs(broker)
+        store = cfg.dynamic_configs(broker)
+        refresh_topic_logs(broker, set(store.per_broker) | set(store.cluster_default))
     except Exception:  # pragma: no cover - a broker without config/data dir (tests)
         log.exception("could not load dynamic broker configs")
     registry.register(DESCRIBE_CONFIGS, 1, 4, describe_configs)

@@ -20,7 +20,8 @@ class FakeBroker:
     def __init__(self, tmp_path, **overrides):
         self.config = BrokerConfig.load(environ={}, overrides=overrides)
         self.config.data_dir = str(tmp_path)
-        self.controller = Controller(self.config, MemoryMetadataLog(), RecordingLogManager())
+        self.logs = RecordingLogManager()
+        self.controller = Controller(self.config, MemoryMetadataLog(), self.logs)
 
 
 @pytest.fixture
@@ -247,3 +248,15 @@ async def test_describe_cluster(broker):
     res = await admin_cluster.describe_cluster(ctx(broker, 60, 1), {
         "include_cluster_authorized_operations": False, "endpoint_type": 2})
     assert res["error_code"] == ErrorCode.MISMATCHED_ENDPOINT_TYPE
+
+
+async def test_dynamic_broker_change_reaches_existing_topic_logs(tmp_path):
+    b = FakeBroker(tmp_path)
+    b.controller.create_topic("plain", 1)
+    b.controller.create_topic("pinned", 1, configs={"retention.ms": "5"})
+    logs = b.logs
+    assert str(logs.configs["plain"].get("retention.ms", 604800000)) == "604800000"
+    res = await alter(b, [resource(BROKER, "", log_retention_ms="60000")])
+    assert res[0]["error_code"] == 0
+    assert str(logs.configs["plain"]["retention.ms"]) == "60000"
+    assert str(logs.configs["pinned"]["retention.ms"]) == "5"
