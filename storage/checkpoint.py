@@ -24,6 +24,8 @@ from typing import NamedTuple
 
 import crc32c
 
+from . import fs
+
 FILE_NAME = "partition.checkpoint"
 _MAGIC = b"MKPC"
 _VERSION = 1
@@ -64,16 +66,8 @@ def write_checkpoint(directory: str, cp: Checkpoint) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         os.write(fd, data)
-        os.fsync(fd)
+        fs.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    fsync_dir(directory)
-
-
-def fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fs.fsync_dir(directory)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, build_batch, iter_records, set_crc
 
-from .checkpoint import fsync_dir
+from . import fs
 from .segment import CLEANED_SUFFIX, Segment
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ def _swap_in(log: "PartitionLog", seg: Segment, data: bytearray, interval: int) 
     next_base = log.segments[i + 1].base_offset if i + 1 < len(log.segments) else None
     if not data and not first:
         seg.delete_files()
-        fsync_dir(log.directory)
+        fs.fsync_dir(log.directory)
         log._replace_segment(seg, None)
         return
     cleaned = seg.log_path + CLEANED_SUFFIX
@@ -157,7 +157,7 @@ def _swap_in(log: "PartitionLog", seg: Segment, data: bytearray, interval: int) 
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        os.fsync(fd)
+        fs.fsync(fd)
     finally:
         os.close(fd)
     seg.release()
@@ -167,7 +167,7 @@ def _swap_in(log: "PartitionLog", seg: Segment, data: bytearray, interval: int) 
         except FileNotFoundError:
             pass
     os.replace(cleaned, seg.log_path)
-    fsync_dir(log.directory)
+    fs.fsync_dir(log.directory)
     new = Segment(log.directory, seg.base_offset)
     new.load_trusted(next_base, interval)
     new.sync()

@@ -22,6 +22,8 @@ import struct
 from array import array
 from bisect import bisect_right
 
+from . import fs
+
 _OFFSET_ENTRY = struct.Struct(">II")
 _TIME_ENTRY = struct.Struct(">qI")
 
@@ -34,7 +36,7 @@ def _write_all(path: str, data: bytes, append: bool, sync: bool) -> None:
         while view:
             view = view[os.write(fd, view):]
         if sync:
-            os.fsync(fd)
+            fs.fsync(fd)
     finally:
         os.close(fd)
 
@@ -217,11 +219,7 @@ def _write_pending(index, sync: bool) -> None:
         _write_all(index.path, b"", append=True, sync=sync)
         index._unsynced = not sync
     elif sync and index._unsynced:
-        fd = os.open(index.path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fs.fsync_path(index.path)
         index._unsynced = False
     index._persisted = len(index.offsets)
     index._dirty = False

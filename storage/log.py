@@ -347,9 +347,7 @@ class PartitionLog:
                              f"cannot delete records up to {offset}: high watermark is {hw}")
         if offset > self.log_start_offset:
             self.log_start_offset = offset
-            active = self.active
-            self._delete_prefix([s for s in self.segments
-                                 if s.next_offset <= offset and not (s is active and s.size == 0)])
+            self._delete_prefix(self._segments_below(offset))
             self._write_checkpoint(clean=False)
         return self.log_start_offset
 
@@ -385,6 +383,18 @@ class PartitionLog:
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
         self._write_checkpoint(clean=False)
         return len(doomed)
+
+    def _segments_below(self, offset: int) -> list[Segment]:
+        """The segments holding only offsets below ``offset`` (bounded by the next segment's base,
+        so an empty segment at ``offset`` stays)."""
+        doomed = []
+        segments = self.segments
+        for i, seg in enumerate(segments):
+            upper = segments[i + 1].base_offset if i + 1 < len(segments) else seg.next_offset
+            if upper > offset or (seg is self.active and seg.size == 0):
+                break
+            doomed.append(seg)
+        return doomed
 
     def _delete_prefix(self, doomed: list[Segment]) -> None:
         if not doomed:
@@ -508,7 +518,7 @@ class PartitionLog:
         self.log_start_offset = log_start
         self.segments[-1].open_for_append()
         self.segments[-1].created_ms = _roll_base_for_loaded(self.segments[-1], self._now())
-        self._delete_prefix([s for s in self.segments[:-1] if s.next_offset <= log_start])
+        self._delete_prefix(self._segments_below(log_start))
         for seg in self.segments:
             seg.write_indexes()
             seg.sync()
@@ -519,7 +529,11 @@ class PartitionLog:
                 seg._view = None
                 seg._mapped = 0
         self.recovery_point = self.log_end_offset
-        self._write_checkpoint(clean=False)
+        # The clean flag must be gone before the first append; otherwise rewrite only when the
+        # checkpoint no longer describes the files (a rewrite costs two fsyncs per partition).
+        if (cp is None or cp.clean_shutdown or cp.log_start != self.log_start_offset
+                or cp.recovery_point < self.active.base_offset or cp.cleaned_offset != self.cleaned_offset):
+            self._write_checkpoint(clean=False)
 
 
 def _roll_base_for_loaded(seg: Segment, now: int) -> int:

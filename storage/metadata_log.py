@@ -32,6 +32,8 @@ from typing import Callable
 
 import crc32c
 
+from . import fs
+
 FRAME_VERSION = 1
 _FRAME_HEAD = struct.Struct(">II")
 _BODY_HEAD = struct.Struct(">Bq")
@@ -94,14 +96,14 @@ class MetadataLog:
         created = not os.path.exists(path)
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         if created:
-            _fsync_dir(directory)
+            fs.fsync_dir(directory)
         size = os.fstat(self._fd).st_size
         data = os.pread(self._fd, size, 0) if size else b""
         self._records, valid = decode_frames(data)
         self.truncated_bytes = size - valid
         if valid < size:
             os.ftruncate(self._fd, valid)
-            os.fsync(self._fd)
+            fs.fsync(self._fd)
         self._size = valid
 
     def replay(self) -> list[dict]:
@@ -122,7 +124,7 @@ class MetadataLog:
                 n = os.pwrite(self._fd, view, pos)
                 pos += n
                 view = view[n:]
-            os.fsync(self._fd)
+            fs.fsync(self._fd)
         except OSError:
             os.ftruncate(self._fd, self._size)
             raise
@@ -132,14 +134,7 @@ class MetadataLog:
 
     def close(self) -> None:
         if self._fd is not None:
-            os.fsync(self._fd)
+            fs.fsync(self._fd)
             os.close(self._fd)
             self._fd = None
 
-
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -16,6 +16,7 @@ import struct
 from protocol.errors import CorruptRecordError
 from protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, compute_crc, read_header
 
+from . import fs
 from .index import OffsetIndex, TimeIndex
 
 # Fields the read path needs, without building a BatchHeader: base offset, batch length, and the
@@ -150,13 +151,9 @@ class Segment:
         """fsync the log and persist the indexes (they follow the log; a stale one is rebuilt)."""
         if self.unsynced:
             if self.fd is not None:
-                os.fsync(self.fd)
+                fs.fsync(self.fd)
             else:
-                fd = os.open(self.log_path, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+                fs.fsync_path(self.log_path)
             self.unsynced = False
         self.index.write_pending(sync=True)
         self.time_index.write_pending(sync=True)
@@ -306,7 +303,7 @@ class Segment:
         fd = os.open(self.log_path, os.O_RDWR)
         try:
             os.ftruncate(fd, position)
-            os.fsync(fd)
+            fs.fsync(fd)
         finally:
             os.close(fd)
         self.size = position

@@ -59,7 +59,7 @@ def check_indexes(log: PartitionLog) -> None:
         assert seg.max_timestamp == running
 
 
-def test_truncation_at_every_byte_of_the_last_batch(tmp_path, clock):
+def test_truncation_at_every_byte_of_the_last_batch(tmp_path, clock, no_fsync):
     pristine = tmp_path / "pristine"
     log_path, _, bounds, records, n_segments = build_crashed_log(pristine, clock)
     assert n_segments > 3
@@ -83,7 +83,7 @@ def test_truncation_at_every_byte_of_the_last_batch(tmp_path, clock):
             seg.release()
 
 
-def test_flipped_bytes_cut_the_log_at_the_damaged_batch(tmp_path, clock):
+def test_flipped_bytes_cut_the_log_at_the_damaged_batch(tmp_path, clock, no_fsync):
     pristine = tmp_path / "pristine"
     log_path, _, bounds, records, _ = build_crashed_log(pristine, clock)
     name = os.path.basename(log_path)
