@@ -291,3 +291,29 @@ def test_confluent_dynamic_broker_config(kafka, ck_admin):
         ck_admin.incremental_alter_configs([reset])[reset].result(timeout=TIMEOUT_S)
     entries = ck_admin.describe_configs([broker_resource])[broker_resource].result(timeout=TIMEOUT_S)
     assert entries["log.retention.ms"].value is None
+
+
+def test_dynamic_broker_configs_survive_restart(broker):
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    def describe(admin):
+        return admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, "1")],
+                                      include_synonyms=True, config_filter="all")["broker"]["1"]
+
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000)
+    try:
+        result = admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "1",
+                                                     configs={"log.segment.bytes": "2097152"})])
+        assert result["broker"]["1"] == "OK"
+    finally:
+        admin.close()
+    broker.restart()
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000)
+    try:
+        entry = describe(admin)["log.segment.bytes"]
+        assert entry["value"] == "2097152"
+        assert entry["config_source"] == "DYNAMIC_BROKER_CONFIG"
+        assert [s["source"] for s in entry["synonyms"]] == ["DYNAMIC_BROKER_CONFIG", "DEFAULT_CONFIG"]
+    finally:
+        admin.close()
