@@ -115,7 +115,11 @@ def _rns(buf, pos, n):
 
 
 def _rcs(buf, pos, n):
-    ln, pos = read_uvarint(buf, pos)
+    ln = buf[pos]
+    if ln < 128:
+        pos += 1
+    else:
+        ln, pos = read_uvarint(buf, pos)
     if ln == 0:
         raise ProtocolError("null string in a non-nullable field")
     end = pos + ln - 1
@@ -125,7 +129,11 @@ def _rcs(buf, pos, n):
 
 
 def _rncs(buf, pos, n):
-    ln, pos = read_uvarint(buf, pos)
+    ln = buf[pos]
+    if ln < 128:
+        pos += 1
+    else:
+        ln, pos = read_uvarint(buf, pos)
     if ln == 0:
         return None, pos
     end = pos + ln - 1
@@ -529,8 +537,12 @@ def _default_expr(g: _Gen, f: Field, version: int) -> str:
 
 def _dec_count(g: _Gen, compact: bool, ind: int, target: str) -> None:
     if compact:
-        g.emit(ind, f"{target}, pos = _uv(buf, pos)")
-        g.emit(ind, f"{target} -= 1")
+        g.emit(ind, f"{target} = buf[pos] - 1")
+        g.emit(ind, f"if {target} < 127:")
+        g.emit(ind + 1, "pos += 1")
+        g.emit(ind, "else:")
+        g.emit(ind + 1, f"{target}, pos = _uv(buf, pos)")
+        g.emit(ind + 1, f"{target} -= 1")
     else:
         g.emit(ind, f"{target}, = _I32.unpack_from(buf, pos)")
         g.emit(ind, "pos += 4")
@@ -605,7 +617,7 @@ def _dec_scalar(g: _Gen, t: str, compact: bool, nullable: bool, ind: int, target
 
 
 def _dec_tags(g: _Gen, tagged: list[Field], names: dict[str, str], version: int, flexible: bool, ind: int):
-    g.emit(ind, "if pos < n and buf[pos] == 0:")
+    g.emit(ind, "if buf[pos] == 0:  # the common case: no tagged fields (IndexError = truncated)")
     g.emit(ind + 1, "pos += 1")
     g.emit(ind, "else:")
     ind += 1
@@ -901,20 +913,13 @@ def _served():
     return SERVE
 
 
-_SERVE_CACHE: dict[int, tuple[int, int]] | None = None
+# (api_key, version) -> (body decoder, request header version), filled on first use, only
+# for served versions: one dict lookup answers "served?", "which decoder?" and "which header?".
+_REQUESTS: dict[tuple[int, int], tuple[Callable, int]] = {}
 
 
-def decode_request(frame) -> Request:
-    """Decode one request frame (the bytes after the 4-byte size)."""
-    global _SERVE_CACHE
-    serve = _SERVE_CACHE
-    if serve is None:
-        serve = _SERVE_CACHE = _served()
-    n = len(frame)
-    if n < 8:
-        raise ProtocolError("request shorter than its header")
-    api_key, api_version, correlation_id = _HDR.unpack_from(frame, 0)
-    rng = serve.get(api_key)
+def _request_entry(api_key: int, api_version: int, correlation_id: int, frame, n: int):
+    rng = _served().get(api_key)
     if rng is None or not rng[0] <= api_version <= rng[1]:
         if rng is None and specs.message(api_key, "request") is None:
             raise ProtocolError(f"unknown api key {api_key}")
@@ -926,17 +931,28 @@ def decode_request(frame) -> Request:
         except _DECODE_ERRORS + (ProtocolError,):
             pass
         raise err
-    dec = _decoders.get((api_key, api_version, "request"))
-    if dec is None:
-        dec = body_decoder(api_key, api_version, "request")
+    entry = (body_decoder(api_key, api_version, "request"), request_header_version(api_key, api_version))
+    _REQUESTS[(api_key, api_version)] = entry
+    return entry
+
+
+def decode_request(frame) -> Request:
+    """Decode one request frame (the bytes after the 4-byte size)."""
+    n = len(frame)
+    if n < 8:
+        raise ProtocolError("request shorter than its header")
+    api_key, api_version, correlation_id = _HDR.unpack_from(frame, 0)
+    entry = _REQUESTS.get((api_key, api_version))
+    if entry is None:
+        entry = _request_entry(api_key, api_version, correlation_id, frame, n)
     try:
         client_id, pos = _rns(frame, 8, n)
-        if request_header_version(api_key, api_version) >= 2:
-            if pos < n and frame[pos] == 0:
+        if entry[1] == 2:
+            if frame[pos] == 0:
                 pos += 1
             else:
                 pos = _skip_tags(frame, pos, n)
-        body, pos = dec(frame, memoryview(frame), pos, n)
+        body, pos = entry[0](frame, memoryview(frame), pos, n)
     except _DECODE_ERRORS as e:
         raise ProtocolError(f"malformed request (api {api_key} v{api_version}): {e}") from e
     return Request(api_key, api_version, correlation_id, client_id, body)
@@ -1008,3 +1024,11 @@ def decode_response(api_key: int, api_version: int, frame) -> tuple[int, dict]:
 # Hand-tuned encoders registered by protocol.fast: (api_key, version) -> fn(correlation_id, body).
 _FAST_ENCODERS: dict[tuple[int, int], Callable[[int, dict], list]] = {}
 
+
+def _install_fast_paths() -> None:
+    from . import fast  # imports this module; every name it needs is defined above
+
+    fast.install()
+
+
+_install_fast_paths()

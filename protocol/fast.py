@@ -1,0 +1,234 @@
+"""Hand-tuned encoders for the two responses a broker sends most: Fetch and Metadata.
+
+They produce exactly the bytes of the generic codec (tests/unit/protocol/test_fast.py compares
+them on random bodies) but cut the per-field work:
+
+* Fetch v11/v12: one struct call per partition for the fixed fields; the record buffers are
+  appended as their own chunks (never copied), as in the generic encoder.
+* Metadata v9-v12: each partition, including its three int32 arrays, is one ``Struct.pack``
+  with a format cached by array lengths.
+
+They only handle the common shape: every key present, no tagged field set, arrays shorter than
+127.  Anything else (a missing key, a None where a value is expected, a tagged Fetch field such
+as CurrentLeader) raises ``_Fallback`` and the generic encoder does the whole message, so the
+semantics (defaults, errors) are always the generic codec's.
+"""
+
+from __future__ import annotations
+
+import operator
+import struct
+
+from . import codec
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_SIZE_CID = struct.Struct(">ii")
+_SIZE_CID_TAG = struct.Struct(">iiB")
+_blen = codec._blen
+_as_view = codec._as_bytes_view
+_wcs = codec._wcs
+_wncs = codec._wncs
+_uvb = codec.write_uvarint
+
+
+class _Fallback(Exception):
+    pass
+
+
+def _finish(chunks: list, out: bytearray) -> list:
+    if out or not chunks:
+        chunks.append(out)
+    total = 0
+    for c in chunks:
+        total += len(c)
+    _I32.pack_into(chunks[0], 0, total - 4)
+    return chunks
+
+
+def _records(out: bytearray, chunks: list, recs, compact: bool) -> bytearray:
+    """Length + record buffers as separate chunks; returns the bytearray to continue with."""
+    if type(recs) is bytes or type(recs) is bytearray:
+        size = len(recs)
+        parts = (recs,) if size else ()
+    elif recs is None:
+        raise _Fallback  # an explicit null: rare, let the generic encoder write it
+    else:
+        if type(recs) is memoryview:
+            recs = [recs]
+        parts = [_as_view(p) for p in recs if _blen(p)]
+        size = 0
+        for p in parts:
+            size += len(p)
+    if compact:
+        out += _uvb(size + 1)
+    else:
+        out += _I32.pack(size)
+    if not parts:
+        return out
+    chunks.append(out)
+    chunks.extend(parts)
+    return bytearray()
+
+
+# ---- Fetch ------------------------------------------------------------------------------------
+
+_FETCH_TOP = struct.Struct(">ihi")  # throttle_time_ms, error_code, session_id (v7+)
+_FETCH_PART = struct.Struct(">ihqqq")  # partition_index, error_code, hwm, lso, log_start_offset (v5+)
+_ABORTED = struct.Struct(">qq")
+
+
+def _fetch(version: int, correlation_id: int, body: dict) -> list:
+    flexible = version >= 12
+    if flexible:
+        out = bytearray(_SIZE_CID_TAG.pack(0, correlation_id, 0))
+    else:
+        out = bytearray(_SIZE_CID.pack(0, correlation_id))
+    chunks: list = []
+    out += _FETCH_TOP.pack(body["throttle_time_ms"], body["error_code"], body["session_id"])
+    topics = body["responses"]
+    if flexible:
+        n = len(topics) + 1
+        if n >= 128:
+            raise _Fallback
+        out.append(n)
+    else:
+        out += _I32.pack(len(topics))
+    for t in topics:
+        if flexible:
+            _wcs(out, t["topic"])
+        else:
+            codec._ws(out, t["topic"])
+        parts = t["partitions"]
+        if flexible:
+            n = len(parts) + 1
+            if n >= 128:
+                raise _Fallback
+            out.append(n)
+        else:
+            out += _I32.pack(len(parts))
+        for p in parts:
+            out += _FETCH_PART.pack(
+                p["partition_index"], p["error_code"], p["high_watermark"], p["last_stable_offset"],
+                p["log_start_offset"],
+            )
+            aborted = p["aborted_transactions"]
+            if aborted is None:
+                out += b"\x00" if flexible else b"\xff\xff\xff\xff"
+            else:
+                if flexible:
+                    n = len(aborted) + 1
+                    out += _uvb(n)
+                else:
+                    out += _I32.pack(len(aborted))
+                for a in aborted:
+                    out += _ABORTED.pack(a["producer_id"], a["first_offset"])
+                    if flexible:
+                        out.append(0)
+            out += _I32.pack(p["preferred_read_replica"])
+            out = _records(out, chunks, p["records"], flexible)
+            if flexible:
+                get = p.get
+                if get("diverging_epoch") is not None or get("current_leader") is not None or get(
+                    "snapshot_id"
+                ) is not None:
+                    raise _Fallback
+                out.append(0)
+        if flexible:
+            out.append(0)
+    if flexible:
+        out.append(0)
+    return _finish(chunks, out)
+
+
+# ---- Metadata ---------------------------------------------------------------------------------
+
+_PART_STRUCTS: dict[int, struct.Struct] = {}
+_PARTITION_FIELDS = operator.itemgetter(
+    "error_code", "partition_index", "leader_id", "leader_epoch", "replica_nodes", "isr_nodes", "offline_replicas"
+)
+
+
+def _part_struct(nr: int, ni: int, no: int) -> struct.Struct:
+    if nr >= 127 or ni >= 127 or no >= 127:
+        raise _Fallback
+    st = struct.Struct(f">hiiiB{nr}iB{ni}iB{no}ix")  # x: the empty tagged section
+    if len(_PART_STRUCTS) < 4096:
+        _PART_STRUCTS[(nr << 16) | (ni << 8) | no] = st
+    return st
+
+
+def _metadata(version: int, correlation_id: int, body: dict) -> list:
+    out = bytearray(_SIZE_CID_TAG.pack(0, correlation_id, 0))
+    out += _I32.pack(body["throttle_time_ms"])
+    brokers = body["brokers"]
+    if len(brokers) >= 127:
+        raise _Fallback
+    out.append(len(brokers) + 1)
+    for b in brokers:
+        out += _I32.pack(b["node_id"])
+        _wcs(out, b["host"])
+        out += _I32.pack(b["port"])
+        _wncs(out, b["rack"])
+        out.append(0)
+    _wncs(out, body["cluster_id"])
+    out += _I32.pack(body["controller_id"])
+    topics = body["topics"]
+    out += _uvb(len(topics) + 1)
+    structs = _PART_STRUCTS
+    fields = _PARTITION_FIELDS
+    name_nullable = version >= 12
+    with_id = version >= 10
+    for t in topics:
+        out += _I16.pack(t["error_code"])
+        if name_nullable:
+            _wncs(out, t["name"])
+        else:
+            _wcs(out, t["name"])
+        if with_id:
+            tid = t["topic_id"]
+            out += tid.bytes if tid is not None else b"\x00" * 16
+        out.append(1 if t["is_internal"] else 0)
+        parts = t["partitions"]
+        out += _uvb(len(parts) + 1)
+        for p in parts:
+            ec, idx, leader, epoch, r, i, o = fields(p)
+            nr = len(r)
+            ni = len(i)
+            no = len(o)
+            st = structs.get((nr << 16) | (ni << 8) | no)
+            if st is None:
+                st = _part_struct(nr, ni, no)
+            out += st.pack(ec, idx, leader, epoch, nr + 1, *r, ni + 1, *i, no + 1, *o)
+        out += _I32.pack(t["topic_authorized_operations"])
+        out.append(0)
+    if version <= 10:
+        out += _I32.pack(body["cluster_authorized_operations"])
+    out.append(0)
+    return _finish([], out)
+
+
+# ---- registration -----------------------------------------------------------------------------
+
+_FAST_ERRORS = (_Fallback, KeyError, TypeError, AttributeError, struct.error)
+
+
+def _with_fallback(api_key: int, version: int, fast):
+    def encode(correlation_id: int, body: dict) -> list:
+        try:
+            return fast(version, correlation_id, body)
+        except _FAST_ERRORS:
+            return codec.encode_response_generic(api_key, version, correlation_id, body)
+
+    encode.__name__ = f"encode_fast_{api_key}_v{version}"
+    encode.fast = fast  # the unguarded encoder, for tests
+    return encode
+
+
+FAST = {(1, 11): _fetch, (1, 12): _fetch}
+FAST.update({(3, v): _metadata for v in (9, 10, 11, 12)})
+
+
+def install() -> None:
+    for (api_key, version), fn in FAST.items():
+        codec._FAST_ENCODERS[(api_key, version)] = _with_fallback(api_key, version, fn)
