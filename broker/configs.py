@@ -236,6 +236,18 @@ def _k(name, type_, default, doc, validator=None, dynamic=False) -> ConfigKey:
     return ConfigKey(name, type_, default, doc, validator, dynamic)
 
 
+def _storage_flush_ms() -> int:
+    # Storage flushes on a timer by default (a single node has no replicas to rely on), so that
+    # is the flush.ms DescribeConfigs must report.
+    try:
+        from storage.config import LogConfig
+        return int(LogConfig().flush_ms)
+    except Exception:  # pragma: no cover - storage written in parallel
+        return LONG_MAX
+
+
+_STORAGE_FLUSH_MS = _storage_flush_ms()
+
 # Topic configs of Kafka 4.0 plus message.downconversion.enable (3.9, still accepted).
 # segment.bytes keeps 3.9's floor of 14 bytes: tests roll tiny segments on purpose.
 TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
@@ -252,7 +264,8 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
     _k("file.delete.delay.ms", T.LONG, 60000, "Wait before a deleted segment file is removed from disk.",
        at_least(0)),
     _k("flush.messages", T.LONG, LONG_MAX, "Force an fsync after this many messages.", at_least(1)),
-    _k("flush.ms", T.LONG, LONG_MAX, "Force an fsync after this much time.", at_least(0)),
+    _k("flush.ms", T.LONG, _STORAGE_FLUSH_MS, "Force an fsync once the oldest unflushed append is this old "
+       "(this broker's storage default is 1000; Kafka's is Long.MAX, relying on replicas).", at_least(0)),
     _k("follower.replication.throttled.replicas", T.LIST, [], "Replicas throttled on the follower side "
        "(replication; informational on a single node)."),
     _k("index.interval.bytes", T.INT, 4096, "Bytes between two offset index entries.", at_least(0)),
