@@ -192,7 +192,7 @@ async def create_topics(ctx, body: dict) -> dict:
         reported.add(name)
         result = {"name": name, "topic_id": ZERO_UUID, "error_code": 0, "error_message": None,
                   "topic_config_error_code": 0, "num_partitions": -1, "replication_factor": -1,
-                  "configs": None}
+                  "configs": []}
         results.append(result)
         if counts[name] > 1:
             result.update(error_code=int(ErrorCode.INVALID_REQUEST), error_message="Duplicate topic name.")
