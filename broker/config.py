@@ -230,6 +230,13 @@ def env_name(kafka_name: str) -> str:
     return "MINIKAFKA_" + kafka_name.replace(".", "_").replace("-", "_").upper()
 
 
+class Endpoint(tuple):
+    """A (host, port) pair that also answers ``endpoint()`` with itself."""
+
+    def __call__(self) -> "Endpoint":
+        return self
+
+
 @dataclass
 class BrokerConfig:
     node_id: int = 1
@@ -284,11 +291,13 @@ class BrokerConfig:
         return self.topic_default(topic_config)
 
     @property
-    def advertised(self) -> tuple[str, int]:
+    def advertised(self) -> "Endpoint":
+        """(host, port) clients are told to connect to.  Also callable (``config.advertised()``)
+        because both spellings are in use in the handlers."""
         host = self.advertised_host or self.host
         if host in ("0.0.0.0", "::", ""):
             host = "127.0.0.1"
-        return host, self.advertised_port or self.port
+        return Endpoint((host, self.advertised_port or self.port))
 
     # -- loading ---------------------------------------------------------------------------
 

@@ -204,7 +204,7 @@ def pytest_runtest_makereport(item, call):
         funcargs = getattr(item, "funcargs", {})
         tmp = funcargs.get("tmp_path")
         for handle in _ALL_BROKERS:
-            if tmp is not None and Path(handle.tmp_path).is_relative_to(tmp):
+            if handle.running or (tmp is not None and Path(handle.tmp_path).is_relative_to(tmp)):
                 logs.append(f"--- broker log {handle.log_path} ---\n{handle.read_log()[-20000:]}")
         if logs:
             report.sections.append(("broker log", "\n".join(logs)))
