@@ -317,22 +317,45 @@ class PartitionLog:
         return None
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record carrying the largest timestamp, or None."""
-        best = None
-        for seg in self.segments:
-            if seg.size and seg.max_timestamp >= 0 and seg.next_offset > self.log_start_offset:
-                if best is None or seg.max_timestamp > best.max_timestamp:
-                    best = seg
+        """(offset, timestamp) of the first record carrying the largest timestamp, or None.
+
+        Whole segments above the log start answer from their stats; the segment holding the log
+        start is scanned from there, since its stats may come from records already deleted.
+        """
+        start = self.log_start_offset
+        best_ts = -1
+        best: tuple[Segment, int] | None = None  # (segment, base offset of the batch)
+        exact: int | None = None  # an offset found by decoding the batch straddling the log start
+        for seg in list(self.segments):
+            if seg.size == 0 or seg.next_offset <= start or seg.max_timestamp <= best_ts:
+                continue
+            if seg.base_offset >= start:
+                best_ts, best, exact = seg.max_timestamp, (seg, seg.offset_of_max_timestamp), None
+                continue
+            pos = seg.find(start)
+            buf = seg.buffer()
+            for pos, h in seg.iter_positions(pos):
+                if h.max_timestamp <= best_ts:
+                    continue
+                if h.base_offset >= start:
+                    best_ts, best, exact = h.max_timestamp, (seg, h.base_offset), None
+                    continue
+                for r in iter_records(buf[pos:pos + h.size]):
+                    if r.offset >= start and r.timestamp > best_ts:
+                        best_ts, best, exact = r.timestamp, None, r.offset
+        if exact is not None:
+            return exact, best_ts
         if best is None:
             return None
-        pos = best.find(best.offset_of_max_timestamp)
+        seg, base = best
+        pos = seg.find(base)
         if pos is not None:
-            buf = best.buffer()
+            buf = seg.buffer()
             h = read_header(buf, pos)
-            found = _first_record_at(buf[pos:pos + h.size], h, best.max_timestamp, self.log_start_offset)
+            found = _first_record_at(buf[pos:pos + h.size], h, best_ts, start)
             if found is not None:
                 return found
-        return max(best.offset_of_max_timestamp, self.log_start_offset), best.max_timestamp
+        return max(base, start), best_ts
 
     # --- deletion -------------------------------------------------------------------------------
 
