@@ -118,6 +118,21 @@ def test_metadata_fast_path_matches_generic(version):
         assert joined(codec.encode_response(3, version, 9, body)) == joined(fast_chunks)
 
 
+@pytest.mark.parametrize("shape", [([1], [1], []), ([1, 2, 3], [3, 1, 2], []), ([1, 2], [2, 1], []),
+                                   ([1, 2, 3], [1], [2, 3]), ([], [], []), (list(range(40)), list(range(30)), [7])])
+def test_metadata_partition_shapes(shape):
+    replicas, isr, offline = shape
+    body = metadata_body(random.Random(7), 12)
+    for t in body["topics"]:
+        t["partitions"] = [{"error_code": 0, "partition_index": p, "leader_id": 1, "leader_epoch": 4,
+                            "replica_nodes": replicas, "isr_nodes": isr, "offline_replicas": offline}
+                           for p in range(3)]
+    expected = joined(codec.encode_response_generic(3, 12, 1, body))
+    assert joined(fast._metadata(12, 1, body)) == expected
+    _, decoded = codec.decode_response(3, 12, expected[4:])
+    assert decoded["topics"][0]["partitions"][2]["isr_nodes"] == isr
+
+
 def test_encode_response_dispatches_to_the_fast_paths():
     for key in [(1, 11), (1, 12), (3, 9), (3, 10), (3, 11), (3, 12)]:
         assert codec._FAST_ENCODERS[key].fast in (fast._fetch, fast._metadata)
