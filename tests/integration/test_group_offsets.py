@@ -1,0 +1,202 @@
+"""Committed offsets and group state with real clients: resume after a consumer restart, survive a broker
+restart (clean and kill -9), and admin describe/list/delete of groups and offsets with lag."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from conftest import start_broker
+from test_group_clients import BROKER_OVERRIDES, PARTITIONS, TOPIC, Consumer, create_topic, produce, wait_until
+
+
+def kp_consumer(bootstrap, group, **kw):
+    from kafka import KafkaConsumer
+
+    return KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                         enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=300, **kw)
+
+
+def poll_until(consumer, predicate, timeout=15.0):
+    records = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not predicate(records):
+        for recs in consumer.poll(timeout_ms=100).values():
+            records.extend(recs)
+    assert predicate(records), f"only {len(records)} records"
+    return records
+
+
+def test_kafka_python_resumes_at_committed_offset_with_metadata(tmp_path):
+    from kafka import TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    broker = start_broker(tmp_path, **BROKER_OVERRIDES)
+    try:
+        create_topic(broker.bootstrap)
+        produce(broker.bootstrap, 0, 40)  # 10 per partition
+        c = kp_consumer(broker.bootstrap, "resume")
+        c.subscribe([TOPIC])
+        poll_until(c, lambda rs: len(rs) >= 40)
+        # Commit a position behind what was consumed (an uncommitted tail of 5 per partition).
+        c.commit({TopicPartition(TOPIC, p): OffsetAndMetadata(5, f"ckpt-{p}", -1) for p in range(PARTITIONS)})
+        c.close()
+
+        c2 = kp_consumer(broker.bootstrap, "resume")
+        c2.subscribe([TOPIC])
+        records = poll_until(c2, lambda rs: len(rs) >= 20)
+        firsts = {}
+        for r in records:
+            firsts.setdefault(r.partition, r.offset)
+        assert firsts == {p: 5 for p in range(PARTITIONS)}
+        committed = c2.committed(TopicPartition(TOPIC, 2), metadata=True)
+        assert committed.offset == 5 and committed.metadata == "ckpt-2"
+        c2.close()
+    finally:
+        broker.stop()
+
+
+def test_confluent_commit_metadata_round_trip(tmp_path):
+    from confluent_kafka import Consumer as CKConsumer, TopicPartition
+
+    broker = start_broker(tmp_path, **BROKER_OVERRIDES)
+    try:
+        create_topic(broker.bootstrap)
+        produce(broker.bootstrap, 0, 40)
+        conf = {"bootstrap.servers": broker.bootstrap, "group.id": "ck-meta", "enable.auto.commit": False,
+                "auto.offset.reset": "earliest", "session.timeout.ms": 6000}
+        c = CKConsumer(conf)
+        c.commit(offsets=[TopicPartition(TOPIC, p, 7, metadata=f"m{p}") for p in range(PARTITIONS)],
+                 asynchronous=False)
+        c.close()
+        c2 = CKConsumer(conf)
+        got = c2.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=10)
+        assert [(tp.offset, tp.metadata) for tp in got] == [(7, f"m{p}") for p in range(PARTITIONS)]
+        c2.subscribe([TOPIC])
+        firsts = {}
+        deadline = time.monotonic() + 15
+        while len(firsts) < PARTITIONS and time.monotonic() < deadline:
+            m = c2.poll(0.2)
+            if m is not None and m.error() is None:
+                firsts.setdefault(m.partition(), m.offset())
+        assert firsts == {p: 7 for p in range(PARTITIONS)}
+        c2.close()
+    finally:
+        broker.stop()
+
+
+@pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "sigkill"])
+def test_broker_restart_keeps_offsets_and_group_state(tmp_path, kill):
+    from kafka.admin import KafkaAdminClient
+
+    broker = start_broker(tmp_path, **BROKER_OVERRIDES)
+    consumer = None
+    try:
+        create_topic(broker.bootstrap)
+        produce(broker.bootstrap, 0, 40)
+        consumer = Consumer("kafka-python", broker.bootstrap, "survivor", session_ms=15000)
+        wait_until(lambda: len(set(consumer.values)) >= 40 and len(consumer.assigned) == PARTITIONS,
+                   what="40 consumed and committed")
+        time.sleep(0.3)
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        before = admin.describe_groups(["survivor"])["survivor"]
+        offsets_before = admin.list_group_offsets("survivor")["survivor"]
+        admin.close()
+        assert before["group_state"] == "Stable"
+        assert {tp.partition: om.offset for tp, om in offsets_before.items()} == {p: 10 for p in range(PARTITIONS)}
+
+        consumer.paused.set()  # hold polls across the restart; its heartbeat thread keeps retrying
+        broker.restart(kill=kill)
+
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        after = admin.describe_groups(["survivor"])["survivor"]
+        offsets_after = admin.list_group_offsets("survivor")["survivor"]
+        assert after["group_state"] == "Stable"
+        assert [m["member_id"] for m in after["members"]] == [m["member_id"] for m in before["members"]]
+        assert after["members"][0]["member_assignment"] == before["members"][0]["member_assignment"]
+        assert offsets_after == offsets_before
+
+        # The member carries on in the same generation: no rebalance, and it consumes new records.
+        changes = consumer.assignment_changes
+        consumer.paused.clear()
+        produce(broker.bootstrap, 40, 40)
+        wait_until(lambda: {f"m{i}" for i in range(40, 80)} <= set(consumer.values), what="consuming after restart")
+        assert consumer.assignment_changes == changes
+        still = admin.describe_groups(["survivor"])["survivor"]
+        assert [m["member_id"] for m in still["members"]] == [m["member_id"] for m in before["members"]]
+        admin.close()
+    finally:
+        if consumer is not None:
+            consumer._stop.set()
+        broker.stop()
+
+
+def test_admin_describe_list_delete_groups_and_offsets_with_lag(tmp_path):
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka import Consumer as CKConsumer
+    from confluent_kafka.admin import AdminClient
+    from kafka.admin import KafkaAdminClient
+    from kafka.structs import TopicPartition as KTP
+
+    broker = start_broker(tmp_path, **BROKER_OVERRIDES)
+    consumers = []
+    try:
+        create_topic(broker.bootstrap)
+        produce(broker.bootstrap, 0, 40)  # 10 per partition
+        a = Consumer("confluent", broker.bootstrap, "watched", name="alpha")
+        b = Consumer("confluent", broker.bootstrap, "watched", name="beta")
+        consumers += [a, b]
+        wait_until(lambda: len(set(a.values) | set(b.values)) >= 40 and a.assigned and b.assigned
+                   and len(a.assigned | b.assigned) == PARTITIONS, what="both members consuming")
+        time.sleep(0.5)
+        a.paused.set()
+        b.paused.set()
+        produce(broker.bootstrap, 40, 8)  # lag: 2 per partition
+
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        listed = admin.list_consumer_groups(request_timeout=10).result()
+        assert {(g.group_id, str(g.state)) for g in listed.valid} >= {("watched", "ConsumerGroupState.STABLE")}
+
+        desc = admin.describe_consumer_groups(["watched"], request_timeout=10)["watched"].result()
+        assert str(desc.state) == "ConsumerGroupState.STABLE"
+        assert desc.partition_assignor == "range"
+        members = {m.client_id: m for m in desc.members}
+        assert set(members) == {"alpha", "beta"}
+        assert all(m.host == "/127.0.0.1" for m in members.values())
+        assigned = {cid: {tp.partition for tp in m.assignment.topic_partitions} for cid, m in members.items()}
+        assert assigned == {"alpha": set(a.assigned), "beta": set(b.assigned)}
+
+        res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("watched")], request_timeout=10)
+        committed = {tp.partition: tp.offset for tp in res["watched"].result().topic_partitions}
+        assert committed == {p: 10 for p in range(PARTITIONS)}
+        probe = CKConsumer({"bootstrap.servers": broker.bootstrap, "group.id": "probe"})
+        lag = {p: probe.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1] - committed[p]
+               for p in range(PARTITIONS)}
+        probe.close()
+        assert lag == {p: 2 for p in range(PARTITIONS)}
+
+        # An active group cannot be deleted.
+        deleted = admin.delete_consumer_groups(["watched"], request_timeout=10)["watched"]
+        with pytest.raises(Exception) as info:
+            deleted.result()
+        assert "NON_EMPTY_GROUP" in str(info.value) or "not empty" in str(info.value).lower()
+
+        for c in consumers:
+            c.paused.clear()
+            c.stop()
+        consumers.clear()
+        kadmin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        wait_until(lambda: kadmin.describe_groups(["watched"])["watched"]["group_state"] == "Empty",
+                   what="the group becoming Empty")
+        # OffsetDelete on the now Empty group, then DeleteGroups.
+        kadmin.delete_group_offsets("watched", [KTP(TOPIC, 0)])
+        left = kadmin.list_group_offsets("watched")["watched"]
+        assert {tp.partition for tp in left} == {1, 2, 3}
+        assert admin.delete_consumer_groups(["watched"], request_timeout=10)["watched"].result() is None
+        assert "watched" not in {g["group_id"] for g in kadmin.list_groups()}
+        assert kadmin.describe_groups(["watched"])["watched"]["group_state"] == "Dead"
+        kadmin.close()
+    finally:
+        for c in consumers:
+            c._stop.set()
+        broker.stop()
