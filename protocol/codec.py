@@ -46,6 +46,7 @@ __all__ = [
     "body_decoder",
     "body_encoder",
     "default_body",
+    "warm_up",
 ]
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -882,6 +883,18 @@ def body_encoder(api_key: int, api_version: int, kind: str) -> Callable:
         )
         _encoders[key] = fn
     return fn
+
+
+def warm_up(serve: dict[int, tuple[int, int]] | None = None) -> int:
+    """Compile every served request decoder and response encoder now (about half a second for
+    all of SERVE) instead of on the first request of each kind; returns how many."""
+    count = 0
+    for api_key, (lo, hi) in (serve or _served()).items():
+        for version in range(lo, hi + 1):
+            body_decoder(api_key, version, "request")
+            body_encoder(api_key, version, "response")
+            count += 2
+    return count
 
 
 def default_body(api_key: int, api_version: int, kind: str) -> dict:

@@ -263,6 +263,13 @@ def test_tagged_fields_omitted_at_default_and_sorted_when_present():
     assert tags == [0, 1, 3] and pos == len(tag_section)
 
 
+def test_warm_up_compiles_every_served_version():
+    assert codec.warm_up() == 2 * len(served_versions())
+    for api_key, version in served_versions():
+        assert (api_key, version, "request") in codec._decoders
+        assert (api_key, version, "response") in codec._encoders
+
+
 def test_generated_functions_are_cached():
     assert codec.body_decoder(3, 12, "request") is codec.body_decoder(3, 12, "request")
     assert codec.body_encoder(1, 12, "response") is codec.body_encoder(1, 12, "response")
