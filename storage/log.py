@@ -31,9 +31,12 @@ import time
 from bisect import bisect_right
 from typing import Callable, Iterator, NamedTuple
 
+from crc32c import crc32c as _crc32c
+
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import (
     ATTRIBUTES_OFFSET,
+    LOG_OVERHEAD,
     TIMESTAMP_TYPE_BIT,
     BatchHeader,
     compute_crc,
@@ -127,11 +130,61 @@ class PartitionLog:
         buffers are copied first.  Raises CorruptRecordError for a malformed batch or a bad CRC
         and KafkaError(MESSAGE_TOO_LARGE) above ``max.message.bytes``.
         """
-        buf = _writable(batch)
-        header = read_header(buf, 0)
-        if header.size != len(buf):
+        buf = batch if type(batch) is bytearray else _writable(batch)
+        h = read_header(buf, 0)
+        size = h.batch_length + LOG_OVERHEAD
+        if size != len(buf):
             raise CorruptRecordError("append takes exactly one whole record batch")
-        return self._append(buf, [(0, header)])
+        config = self.config
+        if size > config.max_message_bytes:
+            raise KafkaError(ErrorCode.MESSAGE_SIZE_TOO_LARGE,
+                             f"record batch of {size} bytes exceeds max.message.bytes")
+        if h.record_count != h.last_offset_delta + 1:
+            raise CorruptRecordError("record count does not match the last offset delta")
+        if _crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]) != h.crc:
+            raise CorruptRecordError("record batch CRC mismatch")
+        if self._closed:
+            self._check_open()
+        # From here on this is _append() for a single batch, written out: it is the produce path.
+        now = self._now()
+        span = h.last_offset_delta + 1
+        seg = self.segments[-1]
+        if seg.size and (seg.size + size > config.segment_bytes or now - seg.created_ms > config.segment_ms
+                         or len(seg.index) >= self._max_index_entries
+                         or seg.next_offset + span - 1 - seg.base_offset > _MAX_RELATIVE_OFFSET):
+            seg = self.roll()
+        offset = seg.next_offset
+        _INT64.pack_into(buf, 0, offset)
+        ts = h.max_timestamp
+        log_append = config.log_append_time
+        if log_append:
+            ts = self._stamp_log_append_time(buf, 0, now)
+        position = seg.size
+        try:
+            seg.write(buf)
+        except OSError as exc:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"cannot write {seg.log_path}: {exc}") from exc
+        next_offset = offset + span
+        seg.note_batch(position, offset, next_offset, ts, size, config.index_interval_bytes)
+        self._unflushed += span
+        if self._first_unflushed_ms is None:
+            self._first_unflushed_ms = now
+        if self._unflushed >= config.flush_messages or now - self._first_unflushed_ms >= config.flush_ms:
+            self.flush()
+        return AppendInfo(offset, next_offset - 1, ts, now if log_append else -1)
+
+    @property
+    def _max_index_entries(self) -> int:
+        # the time index has the larger entries, so it fills segment.index.bytes first
+        return self.config.segment_index_bytes // 12
+
+    @staticmethod
+    def _stamp_log_append_time(buf, pos: int, now: int) -> int:
+        attributes = _INT16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)[0] | TIMESTAMP_TYPE_BIT
+        _INT16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
+        _INT64.pack_into(buf, pos + 35, now)
+        set_crc(buf, pos)
+        return now
 
     def append_batches(self, batches) -> AppendInfo:
         """Append a concatenation of record batches (offsets assigned consecutively)."""
@@ -166,11 +219,7 @@ class PartitionLog:
             set_base_offset(buf, pos, offset)
             ts = h.max_timestamp
             if log_append:
-                attributes = _INT16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)[0] | TIMESTAMP_TYPE_BIT
-                _INT16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
-                _INT64.pack_into(buf, pos + 35, now)
-                set_crc(buf, pos)
-                ts = now
+                ts = self._stamp_log_append_time(buf, pos, now)
             max_ts = max(max_ts, ts)
             next_offset = offset + h.last_offset_delta + 1
             notes.append((seg.size + pos, offset, next_offset, ts, h.size))
@@ -198,8 +247,7 @@ class PartitionLog:
         config = self.config
         if (seg.size + size > config.segment_bytes
                 or now - self._roll_base(seg) > config.segment_ms
-                or (len(seg.index) + 1) * seg.index.entry_size > config.segment_index_bytes
-                or (len(seg.time_index) + 1) * seg.time_index.entry_size > config.segment_index_bytes
+                or len(seg.index) >= self._max_index_entries
                 or seg.next_offset + span - 1 - seg.base_offset > _MAX_RELATIVE_OFFSET):
             self.roll()
 
