@@ -67,7 +67,7 @@ class GroupConfig:
         def get(name: str, default: int) -> int:
             try:
                 value = config.get(name)
-            except (KeyError, AttributeError, ValueError):
+            except Exception:  # a setting this broker does not know (e.g. offset.metadata.max.bytes)
                 return default
             return default if value is None else int(value)
 
@@ -1026,7 +1026,9 @@ class CoordinatorShard:
         for group_id in list(self.groups):
             if self._cleanup_expired_offsets(group_id, records):
                 group = self.groups[group_id]
-                if group.is_in_state(GroupState.EMPTY):
+                # Kafka deletes any Empty group here; we spare one with members between the two steps of
+                # a KIP-394 join, which would otherwise get UNKNOWN_MEMBER_ID on its second JoinGroup.
+                if group.is_in_state(GroupState.EMPTY) and not group.pending_join_members:
                     records.append((GroupMetadataKey(group_id), None))
         return CoordinatorResult(records)
 

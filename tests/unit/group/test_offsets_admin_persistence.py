@@ -239,3 +239,17 @@ def test_coordinator_routes_and_reports_loading():
     coord.load()
     shard, error = coord.check("my-group")
     assert error == E.NONE and shard.partition == 12
+
+
+def test_cleanup_removes_empty_groups_without_offsets_but_spares_pending_joins():
+    h = Harness(offsets_retention_check_interval_ms=MINUTE, max_session_timeout_ms=10 * MINUTE)
+    h.join("lonely", "", protocol_type="")  # rejected join: leaves an Empty group behind
+    pending = h.join("pending", "", session=2 * MINUTE).value["member_id"]
+    h.timer.advance(MINUTE - 1)
+    assert "lonely" in h.shard.groups
+    h.timer.advance(1)
+    assert "lonely" not in h.shard.groups
+    assert records_in_log(h)[-1] == (GroupMetadataKey("lonely"), True)
+    box = h.join("pending", pending, session=2 * MINUTE)
+    h.timer.advance(0)
+    assert box.value["error_code"] == E.NONE
