@@ -67,13 +67,12 @@ def compact_log(log: "PartitionLog") -> int:
     latest: dict[bytes, int] = {}
     last_batch_of_producer: dict[int, int] = {}
     for seg in list(log.segments):
-        buf = seg.buffer()
-        for pos, h in seg.iter_positions():
+        for _, h, view in seg.iter_views():
             if h.producer_id >= 0:
                 last_batch_of_producer[h.producer_id] = h.base_offset
             if h.is_control:
                 continue
-            for record in iter_records(buf[pos:pos + h.size]):
+            for record in iter_records(view):
                 if record.key is not None:
                     latest[record.key] = record.offset
 
@@ -86,9 +85,7 @@ def compact_log(log: "PartitionLog") -> int:
         out = bytearray()
         changed = False
         kept_tombstone = False
-        buf = seg.buffer()
-        for pos, h in seg.iter_positions():
-            batch = buf[pos:pos + h.size]
+        for _, h, batch in seg.iter_views():
             if h.is_control:
                 out += batch
                 continue
@@ -122,7 +119,6 @@ def compact_log(log: "PartitionLog") -> int:
             tombstone_deadline = expiry if tombstone_deadline is None else min(tombstone_deadline, expiry)
         if not changed:
             continue
-        del buf
         reclaimed += seg.size - len(out)
         _swap_in(log, seg, out, interval)
     log.cleaned_offset = max(log.cleaned_offset, log.segments[-1].base_offset if len(cleanable) == len(closed)

@@ -289,7 +289,8 @@ class PartitionLog:
         """fsync every segment with unsynced data; the recovery point moves to the LEO."""
         for seg in self.segments:
             if seg.unsynced:
-                seg.sync()
+                # Index files are only trusted for segments closed by a roll (written there).
+                seg.sync(indexes=False)
         self.recovery_point = self.log_end_offset
         self._unflushed = 0
         self._first_unflushed_ms = None
@@ -303,12 +304,15 @@ class PartitionLog:
 
     # --- read -----------------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> list[memoryview]:
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
+             min_one: bool = True) -> list[memoryview]:
         """Whole batches from the one containing ``offset``, as views of the segment files.
 
-        The first batch is returned whole even when larger than ``max_bytes`` (KIP-74); no batch
-        reaching ``max_offset`` (the broker passes HW or LSO) is returned.  An empty list means
-        nothing to read yet.  The views stay valid after retention or compaction removed the data.
+        The first batch is returned whole even when larger than ``max_bytes`` (KIP-74) unless
+        ``min_one`` is False (Kafka gives that allowance only to the first partition of a fetch
+        response that has data).  No batch reaching ``max_offset`` (the broker passes HW or LSO)
+        is returned.  An empty list means nothing to read.  The views stay valid after retention
+        or compaction removed the data.
         """
         self._check_open()
         leo = self.log_end_offset
@@ -326,7 +330,7 @@ class PartitionLog:
             seg = segments[i]
             pos = seg.find(offset)
             if pos is not None:
-                n, stopped = seg.collect(pos, max_bytes - taken, limit, out, first=not out)
+                n, stopped = seg.collect(pos, max_bytes - taken, limit, out, first=min_one and not out)
                 taken += n
                 if stopped:
                     break
@@ -341,9 +345,8 @@ class PartitionLog:
             pos = seg.find(start)
             if pos is None:
                 continue
-            buf = seg.buffer()
-            for pos, header in seg.iter_positions(pos):
-                yield header, buf[pos:pos + header.size]
+            for _, header, view in seg.iter_views(pos):
+                yield header, view
 
     # --- offsets by time ------------------------------------------------------------------------
 
@@ -355,11 +358,10 @@ class PartitionLog:
                 continue
             from_offset = seg.time_index.lookup_before(timestamp)
             pos = 0 if from_offset is None else seg.index.lookup(from_offset)[1]
-            buf = seg.buffer()
-            for pos, h in seg.iter_positions(pos):
+            for _, h, view in seg.iter_views(pos):
                 if h.last_offset < start or h.max_timestamp < timestamp:
                     continue
-                found = _first_record_at(buf[pos:pos + h.size], h, timestamp, start)
+                found = _first_record_at(view, h, timestamp, start)
                 if found is not None:
                     return found
         return None
@@ -380,15 +382,13 @@ class PartitionLog:
             if seg.base_offset >= start:
                 best_ts, best, exact = seg.max_timestamp, (seg, seg.offset_of_max_timestamp), None
                 continue
-            pos = seg.find(start)
-            buf = seg.buffer()
-            for pos, h in seg.iter_positions(pos):
+            for _, h, view in seg.iter_views(seg.find(start) or 0):
                 if h.max_timestamp <= best_ts:
                     continue
                 if h.base_offset >= start:
                     best_ts, best, exact = h.max_timestamp, (seg, h.base_offset), None
                     continue
-                for r in iter_records(buf[pos:pos + h.size]):
+                for r in iter_records(view):
                     if r.offset >= start and r.timestamp > best_ts:
                         best_ts, best, exact = r.timestamp, None, r.offset
         if exact is not None:

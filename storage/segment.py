@@ -147,16 +147,17 @@ class Segment:
                 self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self.bytes_since_index = 0
 
-    def sync(self) -> None:
-        """fsync the log and persist the indexes (they follow the log; a stale one is rebuilt)."""
+    def sync(self, indexes: bool = True) -> None:
+        """fsync the log and, unless told otherwise, persist the indexes (a stale one is rebuilt)."""
         if self.unsynced:
             if self.fd is not None:
                 fs.fsync(self.fd)
             else:
                 fs.fsync_path(self.log_path)
             self.unsynced = False
-        self.index.write_pending(sync=True)
-        self.time_index.write_pending(sync=True)
+        if indexes:
+            self.index.write_pending(sync=True)
+            self.time_index.write_pending(sync=True)
 
     def write_indexes(self) -> None:
         self.index.write_pending(sync=False)
@@ -220,14 +221,21 @@ class Segment:
         return taken, stopped
 
     def iter_positions(self, start_pos: int = 0):
-        """Yield (position, BatchHeader) of every batch from ``start_pos``."""
+        """Yield (position, BatchHeader) of every batch from ``start_pos`` (as far as the file
+        reached when the iteration started)."""
+        for pos, header, _ in self.iter_views(start_pos):
+            yield pos, header
+
+    def iter_views(self, start_pos: int = 0):
+        """Yield (position, BatchHeader, view of the batch) from ``start_pos``."""
         buf = self.buffer()
         pos = start_pos
-        size = self.size
+        size = min(self.size, len(buf))
         while pos < size:
             header = read_header(buf, pos)
-            yield pos, header
-            pos += header.size
+            end = pos + header.size
+            yield pos, header, buf[pos:end]
+            pos = end
 
     def max_timestamp_at(self, pos: int) -> int:
         return _INT64.unpack_from(self.buffer(), pos + 35)[0]

@@ -312,3 +312,35 @@ def test_config_from_kafka_names():
         with pytest.raises(ValueError):
             LogConfig.from_kafka(bad)
     assert LogConfig.from_kafka(config.to_kafka()) == config
+
+
+def test_min_one_false_returns_nothing_when_the_first_batch_does_not_fit(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    log.append(batch(5, value=b"x" * 1000))
+    assert log.read(0, 100, min_one=False) == []
+    assert len(records_from(log.read(0, 100_000, min_one=False))) == 5
+
+
+def test_tailing_reads_see_every_append_and_old_views_stay_valid(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    held = []
+    for i in range(50):
+        log.append(batch(1, value=b"%d" % i))
+        views = log.read(i, 1 << 20)
+        held.append(views[0])
+        assert records_from(views)[0].value == b"%d" % i
+    assert [records_from([v])[0].value for v in held] == [b"%d" % i for i in range(50)]
+
+
+def test_iter_batches_survives_appends_while_suspended(tmp_path, clock):
+    log = open_log(tmp_path, clock, segment_bytes=600)
+    for _ in range(5):
+        log.append(batch(2))
+    it = log.iter_batches()
+    first = next(it)
+    for _ in range(20):
+        log.append(batch(2, value=b"y" * 200))  # grows and rolls segments under the iterator
+    rest = list(it)
+    offsets = [first[0].base_offset] + [h.base_offset for h, _ in rest]
+    assert offsets == sorted(set(offsets)) and offsets[0] == 0
+    assert all(int.from_bytes(v[:8], "big") == h.base_offset for h, v in rest)
