@@ -603,7 +603,8 @@ class PartitionLog:
         # The clean flag must be gone before the first append; otherwise rewrite only when the
         # checkpoint no longer describes the files (a rewrite costs two fsyncs per partition).
         if (cp is None or cp.clean_shutdown or cp.log_start != self.log_start_offset
-                or cp.recovery_point < self.active.base_offset or cp.cleaned_offset != self.cleaned_offset):
+                or not self.active.base_offset <= cp.recovery_point <= self.log_end_offset
+                or cp.cleaned_offset != self.cleaned_offset):
             self._write_checkpoint(clean=False)
 
 

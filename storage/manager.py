@@ -8,7 +8,10 @@ Directories whose name does not parse, or that end in ``-delete``, are not parti
 alone (the metadata log lives next to them as a plain file).
 
 ``tick()`` is the broker's maintenance timer: cheap checks for every log (roll by age, flush by
-flush.ms, retention) and at most one compaction per call, so a tick's work stays bounded.
+flush.ms, retention) and at most one compaction per call, so a tick's work stays bounded.  A log
+found on disk gets no retention, roll or compaction until the broker has passed its topic's
+settings (``get_or_create``/``open_topic``): the defaults could be wrong for it (a compacted
+topic must not lose old records to the default 7-day delete policy).
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ class LogManager:
             self.default_config = LogConfig.from_kafka(topic_names(default_config))
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._topic_configs: dict[str, LogConfig] = {}
+        # Logs found on disk get the default config until the broker says what the topic wants;
+        # until then tick() must not apply retention or compaction with settings that may be wrong.
+        self._configured: set[tuple[str, int]] = set()
         self._compaction_cursor = 0
         os.makedirs(data_dir, exist_ok=True)
         self._open_existing()
@@ -64,6 +70,7 @@ class LogManager:
         replaces the topic's settings when given."""
         config = self._config_for(topic, topic_configs)
         key = (topic, partition)
+        self._configured.add(key)
         log = self._logs.get(key)
         if log is None:
             log = PartitionLog(os.path.join(self.data_dir, f"{topic}-{partition}"), config, now_ms=self._now)
@@ -97,6 +104,7 @@ class LogManager:
         """Remove every partition of ``topic`` with its files (directly, no ``-delete`` rename)."""
         for key in [k for k in self._logs if k[0] == topic]:
             self._logs.pop(key).delete()
+            self._configured.discard(key)
         self._topic_configs.pop(topic, None)
         # Directories not opened (e.g. partitions beyond the topic's count) go too.
         for name in os.listdir(self.data_dir):
@@ -110,10 +118,12 @@ class LogManager:
         ``now_ms`` is accepted for the caller's convenience; the logs read the injected clock.
         """
         compactable = []
-        for log in list(self._logs.values()):
+        for key, log in list(self._logs.items()):
             try:
-                log.maybe_roll()
                 log.maybe_flush()
+                if key not in self._configured:
+                    continue
+                log.maybe_roll()
                 log.apply_retention()
                 if log.config.compact:
                     compactable.append(log)

@@ -112,3 +112,19 @@ def test_log_config_defaults_match_kafka():
     assert (c.segment_bytes, c.segment_ms, c.retention_ms, c.retention_bytes) == (1 << 30, 604800000, 604800000, -1)
     assert (c.cleanup_policy, c.delete_retention_ms, c.index_interval_bytes) == ("delete", 86400000, 4096)
     assert c.max_message_bytes == 1048588 and c.segment_index_bytes == 10 * 1024 * 1024
+
+
+def test_tick_leaves_unconfigured_logs_alone_until_the_broker_names_their_settings(tmp_path, clock):
+    mgr = LogManager(str(tmp_path), {"retention.ms": 1000}, now_ms=clock)
+    offsets = mgr.get_or_create("__consumer_offsets", 0, {"cleanup.policy": "compact", "segment.bytes": 200})
+    for i in range(5):
+        offsets.append(batch(1, ts=clock.now, keys=[b"g%d" % i], values=[b"x" * 150]))
+    mgr.close()
+    clock.advance(10_000)
+    mgr2 = LogManager(str(tmp_path), {"retention.ms": 1000}, now_ms=clock)
+    mgr2.tick()  # the default policy (delete after 1 s) would wipe the log
+    assert mgr2.get("__consumer_offsets", 0).log_start_offset == 0
+    mgr2.open_topic("__consumer_offsets", 1, {"cleanup.policy": "compact", "segment.bytes": 200})
+    mgr2.tick()
+    assert mgr2.get("__consumer_offsets", 0).log_start_offset == 0
+    assert len(read_all(mgr2.get("__consumer_offsets", 0))) == 5
