@@ -54,6 +54,9 @@ class ClassicGroup:
         self.supported_protocols: Counter[str] = Counter()
         self.new_member_added = False
         self.subscribed_topics: Optional[set[str]] = None
+        # Broker-side rebalance timing (logged, and read by bench/group.py).
+        self.rebalance_started_ms: Optional[int] = None
+        self.join_completed_ms: Optional[int] = None
 
     # -- state -----------------------------------------------------------------------------------
 

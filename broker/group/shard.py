@@ -178,9 +178,6 @@ class CoordinatorShard:
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
         self.loaded = False
-        # Broker-side timestamps of the last completed join/sync per group, for the benchmark.
-        self.last_join_completed_ms: dict[str, int] = {}
-        self.last_sync_completed_ms: dict[str, int] = {}
 
     # == runtime: append, replay, load ===========================================================
 
@@ -313,8 +310,6 @@ class CoordinatorShard:
         group = self.groups.pop(group_id, None)
         if group is not None:
             self._cancel_group_timers(group)
-        self.last_join_completed_ms.pop(group_id, None)
-        self.last_sync_completed_ms.pop(group_id, None)
 
     def _cancel_group_timers(self, group: ClassicGroup) -> None:
         self.timer.cancel(_join_key(group.group_id))
@@ -546,6 +541,9 @@ class CoordinatorShard:
             self._schedule(_join_key(gid), delay,
                            lambda: self._try_complete_initial_rebalance_else_schedule(gid, delay, remaining))
         group.transition_to(GroupState.PREPARING_REBALANCE)
+        group.rebalance_started_ms = self._now()
+        log.info("group %s: preparing to rebalance (generation %d, %d members)", group.group_id,
+                 group.generation_id, group.num_members())
         return _empty() if initial else self._maybe_complete_join_else_schedule(group)
 
     def _try_complete_initial_rebalance_else_schedule(self, group_id: str, delay_ms: int,
@@ -601,7 +599,11 @@ class CoordinatorShard:
             self._schedule(_join_key(gid), group.rebalance_timeout_ms(), lambda: self._complete_join_by_id(gid))
             return _empty()
         group.init_next_generation()
-        self.last_join_completed_ms[group.group_id] = self._now()
+        now = self._now()
+        group.join_completed_ms = now
+        log.info("group %s: generation %d join phase done in %d ms with %d members (%s)", group.group_id,
+                 group.generation_id, now - (group.rebalance_started_ms or now), group.num_members(),
+                 group.protocol_name)
         if group.is_in_state(GroupState.EMPTY):
             return CoordinatorResult([self._group_metadata_record(group, {})], replay=False)
         for member in group.all_members():
@@ -689,7 +691,10 @@ class CoordinatorShard:
                         group.set_assignment(assignment)
                         self._propagate_assignment(group, ErrorCode.NONE)
                         group.transition_to(GroupState.STABLE)
-                        self.last_sync_completed_ms[group.group_id] = self._now()
+                        now = self._now()
+                        log.info("group %s: generation %d stable; sync phase %d ms, rebalance %d ms",
+                                 group.group_id, group.generation_id, now - (group.join_completed_ms or now),
+                                 now - (group.rebalance_started_ms or now))
 
             return CoordinatorResult([self._group_metadata_record(group, assignment)], replay=False,
                                      on_appended=on_appended)
