@@ -223,6 +223,20 @@ def _unpack_array(ch: str, size: int, buf, pos: int, count: int):
 
 # Encoding helpers: append to a bytearray.
 
+
+def _uvb(n: int) -> bytes:
+    """Unsigned varint, unrolled for the sizes records lengths take (< 2 MiB)."""
+    if n < 0x80:
+        return _SMALL_UV[n]
+    if n < 0x4000:
+        return bytes((n & 0x7F | 0x80, n >> 7))
+    if n < 0x200000:
+        return bytes((n & 0x7F | 0x80, (n >> 7) & 0x7F | 0x80, n >> 14))
+    return write_uvarint(n)
+
+
+_SMALL_UV = [bytes((i,)) for i in range(128)]
+
 _ARRAY_STRUCTS: dict[tuple[str, int], struct.Struct] = {}
 
 
@@ -261,7 +275,7 @@ def _wcs(out, s):
     if ln < 128:
         out.append(ln)
     else:
-        out += write_uvarint(ln)
+        out += _uvb(ln)
     out += b
 
 
@@ -274,7 +288,7 @@ def _wncs(out, s):
     if ln < 128:
         out.append(ln)
     else:
-        out += write_uvarint(ln)
+        out += _uvb(ln)
     out += b
 
 
@@ -296,7 +310,7 @@ def _wnb(out, b):
 def _wcb(out, b):
     if b is None:
         b = b""
-    out += write_uvarint(_blen(b) + 1)
+    out += _uvb(_blen(b) + 1)
     out += b
 
 
@@ -304,7 +318,7 @@ def _wncb(out, b):
     if b is None:
         out.append(0)
         return
-    out += write_uvarint(_blen(b) + 1)
+    out += _uvb(_blen(b) + 1)
     out += b
 
 
@@ -340,7 +354,7 @@ def _wr(out, chunks, recs, compact, nullable):
     for p in parts:
         total += len(p)
     if compact:
-        out += write_uvarint(total + 1)
+        out += _uvb(total + 1)
     else:
         out += _I32.pack(total)
     if not parts:
@@ -433,7 +447,7 @@ class _Gen:
             "_wr": _wr,
             "_wuuid": _wuuid,
             "_tag": _tag,
-            "_uvb": write_uvarint,
+            "_uvb": _uvb,
             "_I32": _I32,
             "_I8": _I8,
             "_deepcopy": _deepcopy,

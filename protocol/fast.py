@@ -29,7 +29,7 @@ _blen = codec._blen
 _as_view = codec._as_bytes_view
 _wcs = codec._wcs
 _wncs = codec._wncs
-_uvb = codec.write_uvarint
+_uvb = codec._uvb
 
 
 class _Fallback(Exception):
@@ -76,6 +76,13 @@ def _records(out: bytearray, chunks: list, recs, compact: bool) -> bytearray:
 _FETCH_TOP = struct.Struct(">ihi")  # throttle_time_ms, error_code, session_id (v7+)
 _FETCH_PART = struct.Struct(">ihqqq")  # partition_index, error_code, hwm, lso, log_start_offset (v5+)
 _ABORTED = struct.Struct(">qq")
+# ... then a null aborted_transactions (-1, or 0 as a compact array) and preferred_read_replica
+_FETCH_PART_NULL_ABORTED = struct.Struct(">ihqqqii")
+_FETCH_PART_NULL_ABORTED_COMPACT = struct.Struct(">ihqqqBi")
+_FETCH_PARTITION_FIELDS = operator.itemgetter(
+    "partition_index", "error_code", "high_watermark", "last_stable_offset", "log_start_offset",
+    "aborted_transactions", "preferred_read_replica", "records",
+)
 
 
 def _fetch(version: int, correlation_id: int, body: dict) -> list:
@@ -85,6 +92,11 @@ def _fetch(version: int, correlation_id: int, body: dict) -> list:
     else:
         out = bytearray(_SIZE_CID.pack(0, correlation_id))
     chunks: list = []
+    fields = _FETCH_PARTITION_FIELDS
+    if flexible:
+        null_aborted, null_marker = _FETCH_PART_NULL_ABORTED_COMPACT.pack, 0
+    else:
+        null_aborted, null_marker = _FETCH_PART_NULL_ABORTED.pack, -1
     out += _FETCH_TOP.pack(body["throttle_time_ms"], body["error_code"], body["session_id"])
     topics = body["responses"]
     if flexible:
@@ -108,31 +120,38 @@ def _fetch(version: int, correlation_id: int, body: dict) -> list:
         else:
             out += _I32.pack(len(parts))
         for p in parts:
-            out += _FETCH_PART.pack(
-                p["partition_index"], p["error_code"], p["high_watermark"], p["last_stable_offset"],
-                p["log_start_offset"],
-            )
-            aborted = p["aborted_transactions"]
+            index, error, hwm, lso, log_start, aborted, preferred, recs = fields(p)
             if aborted is None:
-                out += b"\x00" if flexible else b"\xff\xff\xff\xff"
+                out += null_aborted(index, error, hwm, lso, log_start, null_marker, preferred)
             else:
+                out += _FETCH_PART.pack(index, error, hwm, lso, log_start)
                 if flexible:
-                    n = len(aborted) + 1
-                    out += _uvb(n)
+                    out += _uvb(len(aborted) + 1)
                 else:
                     out += _I32.pack(len(aborted))
                 for a in aborted:
                     out += _ABORTED.pack(a["producer_id"], a["first_offset"])
                     if flexible:
                         out.append(0)
-            out += _I32.pack(p["preferred_read_replica"])
-            out = _records(out, chunks, p["records"], flexible)
+                out += _I32.pack(preferred)
+            kind = type(recs)
+            if kind is bytes or kind is bytearray:
+                size = len(recs)
+                out += _uvb(size + 1) if flexible else _I32.pack(size)
+                if size:
+                    chunks.append(out)
+                    chunks.append(recs)
+                    out = bytearray()
+            else:
+                out = _records(out, chunks, recs, flexible)
             if flexible:
-                get = p.get
-                if get("diverging_epoch") is not None or get("current_leader") is not None or get(
-                    "snapshot_id"
-                ) is not None:
-                    raise _Fallback
+                # Exactly the eight keys read above leave no room for a tagged field.
+                if len(p) != 8:
+                    get = p.get
+                    if get("diverging_epoch") is not None or get("current_leader") is not None or get(
+                        "snapshot_id"
+                    ) is not None:
+                        raise _Fallback
                 out.append(0)
         if flexible:
             out.append(0)
@@ -177,6 +196,20 @@ def _packer(nr: int, ni: int, no: int):
     return fn
 
 
+_INTERNAL_COUNT = struct.Struct(">?B")  # is_internal, then a one-byte compact partition count
+_UUID_BYTES: dict = {}
+
+
+def _uuid_bytes(tid) -> bytes:
+    """UUID.bytes computes from the int each time; topic IDs repeat in every Metadata answer."""
+    raw = b"\x00" * 16 if tid is None else tid.bytes
+    if len(_UUID_BYTES) >= 65536:
+        _UUID_BYTES.clear()
+    if tid is not None:
+        _UUID_BYTES[tid] = raw
+    return raw
+
+
 def _metadata(version: int, correlation_id: int, body: dict) -> list:
     out = bytearray(_SIZE_CID_TAG.pack(0, correlation_id, 0))
     out += _I32.pack(body["throttle_time_ms"])
@@ -200,18 +233,35 @@ def _metadata(version: int, correlation_id: int, body: dict) -> list:
     triple = _THREE_REPLICAS.pack
     name_nullable = version >= 12
     with_id = version >= 10
+    uuid_bytes = _UUID_BYTES
     for t in topics:
         out += _I16.pack(t["error_code"])
-        if name_nullable:
-            _wncs(out, t["name"])
+        name = t["name"]
+        if name is None:
+            if not name_nullable:
+                raise _Fallback
+            out.append(0)
         else:
-            _wcs(out, t["name"])
+            raw = name.encode()
+            n = len(raw) + 1
+            if n < 128:
+                out.append(n)
+            else:
+                out += _uvb(n)
+            out += raw
         if with_id:
             tid = t["topic_id"]
-            out += tid.bytes if tid is not None else b"\x00" * 16
-        out.append(1 if t["is_internal"] else 0)
+            raw = uuid_bytes.get(tid)
+            if raw is None:
+                raw = _uuid_bytes(tid)
+            out += raw
         parts = t["partitions"]
-        out += _uvb(len(parts) + 1)
+        n = len(parts) + 1
+        if n < 128:
+            out += _INTERNAL_COUNT.pack(t["is_internal"], n)
+        else:
+            out.append(1 if t["is_internal"] else 0)
+            out += _uvb(n)
         for p in parts:
             ec, idx, leader, epoch, r, i, o = fields(p)
             nr = len(r)
