@@ -279,7 +279,17 @@ class Controller:
     # -- maintenance -------------------------------------------------------------------------
 
     def tick(self, now_ms: int) -> None:
+        """Full maintenance: roll, flush, retention, compaction (storage's LogManager.tick)."""
         self._logs.tick(now_ms)
+
+    def light_tick(self, now_ms: int) -> None:
+        """Frequent maintenance: roll segments by age and flush by flush.ms only."""
+        for plog in self._logs:
+            try:
+                plog.maybe_roll()
+                plog.maybe_flush()
+            except Exception:
+                log.error("maintenance of %s failed", getattr(plog, "directory", plog), exc_info=True)
 
     def flush(self) -> None:
         self._logs.flush()

@@ -142,10 +142,21 @@ class Broker:
         self._maintenance = self.loop.create_task(self._maintenance_loop(interval))
 
     async def _maintenance_loop(self, interval: float) -> None:
+        """Roll and flush every ``maintenance.interval.ms``; the full LogManager.tick (retention,
+        compaction) every ``log.retention.check.interval.ms``, first after at most 30 s as in
+        Kafka (its retention task starts 30 s after boot), so data with old CreateTime
+        timestamps is not deleted the moment a producer writes it."""
+        retention_every = self.config.get("log.retention.check.interval.ms") / 1000.0
+        loop = self.loop
+        next_full = loop.time() + min(30.0, retention_every)
         while True:
             await asyncio.sleep(interval)
             try:
-                self.controller.tick(self.now_ms())
+                if loop.time() >= next_full:
+                    next_full = loop.time() + retention_every
+                    self.controller.tick(self.now_ms())
+                else:
+                    self.controller.light_tick(self.now_ms())
             except Exception:
                 log.error("maintenance tick failed", exc_info=True)
 
