@@ -278,3 +278,14 @@ def test_generated_functions_are_cached():
 def test_encode_error_names_the_api():
     with pytest.raises(ValueError, match="api 3 v1"):
         codec.encode_response(3, 1, 1, {"controller_id": "not an int"})
+
+
+@pytest.mark.parametrize("wrap", [bytes, bytearray, memoryview])
+def test_frames_may_be_any_bytes_like(wrap):
+    body = sample_body(0, 9, "request", 1)
+    frame = _frame(0, 9, 5, "c", body)
+    req = codec.decode_request(wrap(frame))
+    assert normalise(req.body) == normalise(body)
+    body = sample_body(3, 12, "response", 1)
+    wire = _wire(codec.encode_response(3, 12, 5, body))
+    assert normalise(codec.decode_response(3, 12, wrap(wire[4:]))[1]) == normalise(body)
