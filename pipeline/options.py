@@ -55,6 +55,8 @@ _UNSUPPORTED_SOURCE_OPTIONS = {
     "kafkaconsumer.cache.enabled", "usedeprecatedoffsetfetching", "maxrecordsperpartition",
 }
 _SINK_OPTIONS = {"topic", "includeheaders", "flushtimeoutms"}
+# Options Spark itself hands to every sink (writeStream.option("checkpointLocation", ...)).
+_SPARK_SINK_OPTIONS = {"path", "checkpointlocation", "queryname"}
 _OPTION_SPELLING = {
     name.lower(): name for name in (
         "subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets",
@@ -335,7 +337,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     opts = _lower(options)
     for name in opts:
-        if name.startswith("kafka.") or name in _SINK_OPTIONS or name == "path":
+        if name.startswith("kafka.") or name in _SINK_OPTIONS or name in _SPARK_SINK_OPTIONS:
             continue
         if name in _SOURCE_OPTIONS:
             raise OptionError(f"option '{_OPTION_SPELLING.get(name, name)}' is a read option; "
