@@ -103,6 +103,17 @@ def test_acks0_gets_no_response_but_is_appended(shared):
         assert latest(c, "fire") == 2
 
 
+def test_failed_acks0_produce_closes_the_connection(shared):
+    # Kafka's way to tell an acks=0 producer that something is wrong: it has no response to
+    # carry an error code, so the broker closes the connection and the client refreshes metadata.
+    with RawClient(shared.port) as c:
+        body = {"transactional_id": None, "acks": 0, "timeout_ms": 5000,
+                "topic_data": [{"name": "no-such-topic", "partition_data": [{"index": 0, "records": records()}]}]}
+        _, data = c.encode(0, 9, body)
+        c.send_bytes(data)
+        assert c.is_closed_by_peer()
+
+
 def init_pid(c: RawClient) -> tuple[int, int]:
     resp = c.request(22, 4, {"transactional_id": None, "transaction_timeout_ms": 60000,
                              "producer_id": -1, "producer_epoch": -1})
@@ -155,9 +166,15 @@ def test_producer_ids_and_sequences_survive_restart(tmp_path):
 def test_garbage_frame_closes_only_its_connection(shared):
     with RawClient(shared.port) as good, RawClient(shared.port) as bad:
         create(good, "survivor")
+        bad.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})
         bad.send_bytes(struct.pack(">i", 12) + b"\xff" * 12)  # api key -1: not a request
         assert bad.is_closed_by_peer()
         assert latest(good, "survivor") == 0
+    deadline = time.monotonic() + 5
+    while "closing connection" not in shared.read_log() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    closing = [line for line in shared.read_log().splitlines() if "closing connection" in line]
+    assert closing and "client_id=raw-test" in closing[0]
     with RawClient(shared.port) as huge, RawClient(shared.port) as good:
         huge.send_bytes(struct.pack(">i", 2 ** 31 - 1))  # above socket.request.max.bytes
         assert huge.is_closed_by_peer()

@@ -228,3 +228,41 @@ async def test_unknown_api_closes():
     _, conn, transport = make({})
     conn.data_received(frame(k=42, v=0, c=1))
     assert transport.closed
+
+
+async def test_real_codec_api_versions_metadata_and_v0_fallback(tmp_path):
+    from protocol.apis import ApiRegistry
+    from protocol.codec import decode_response, encode_request
+
+    from broker.handlers import api_versions, metadata
+    from broker_fakes import FakeBroker
+
+    broker = FakeBroker(str(tmp_path))
+    broker.registry = ApiRegistry()
+    api_versions.register(broker.registry, broker)
+    metadata.register(broker.registry, broker)
+    broker.connections = set()
+    broker.registry_range = lambda key: broker.registry.version_range(key)
+    broker.controller.create_topic("t", 3)
+    conn = KafkaConnection(broker)
+    transport = Transport()
+    conn.connection_made(transport)
+    conn.data_received(encode_request(18, 4, 1, "cid", {"client_software_name": "x", "client_software_version": "1"})
+                       + encode_request(3, 12, 2, "cid", {"topics": None, "allow_auto_topic_creation": False})
+                       + struct.pack(">i", 13) + struct.pack(">hhih", 18, 9, 3, 3) + b"cid")
+    await settle()
+    out, frames, pos = bytes(transport.out), [], 0
+    while pos < len(out):
+        (n,) = struct.unpack_from(">i", out, pos)
+        frames.append(out[pos + 4:pos + 4 + n])
+        pos += 4 + n
+    assert len(frames) == 3
+    cid, versions = decode_response(18, 4, frames[0])
+    assert cid == 1 and {(k["api_key"], k["min_version"], k["max_version"]) for k in versions["api_keys"]} == {
+        (18, 0, 4), (3, 0, 12)}
+    cid, md = decode_response(3, 12, frames[1])
+    assert cid == 2 and md["topics"][0]["name"] == "t" and len(md["topics"][0]["partitions"]) == 3
+    cid, fallback = decode_response(18, 0, frames[2])
+    assert cid == 3 and fallback["error_code"] == 35
+    assert conn.client_id == "cid" and not transport.closed
+    broker.logs.close()
