@@ -279,8 +279,18 @@ class Controller:
     # -- maintenance -------------------------------------------------------------------------
 
     def tick(self, now_ms: int) -> None:
-        """Full maintenance: roll, flush, retention, compaction (storage's LogManager.tick)."""
+        """Full maintenance: roll, flush, retention, compaction (storage's LogManager.tick),
+        then forget idempotent-producer state whose batches are gone or expired."""
         self._logs.tick(now_ms)
+        self.producer_states.expire(self._log_start_offset, now_ms,
+                                    self.config.get("producer.id.expiration.ms"))
+
+    def _log_start_offset(self, topic: str, partition: int) -> int | None:
+        info = self.topics.get(topic)
+        if info is None or partition >= info.num_partitions:
+            return None
+        plog = self._logs.get(topic, partition)
+        return None if plog is None else plog.log_start_offset
 
     def light_tick(self, now_ms: int) -> None:
         """Frequent maintenance: roll segments by age and flush by flush.ms only."""

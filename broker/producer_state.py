@@ -190,6 +190,24 @@ class ProducerStateManager:
             self._partitions[key] = state
         return state
 
+    def expire(self, log_start_offset: Callable[[str, int], int | None], now_ms: int,
+               expiration_ms: int) -> int:
+        """Forget producers whose batches left the log (retention, DeleteRecords) or that were
+        idle longer than ``producer.id.expiration.ms`` (by their last batch timestamp, as Kafka
+        does).  Returns how many producers were forgotten."""
+        removed = 0
+        for (topic, partition), state in list(self._partitions.items()):
+            start = log_start_offset(topic, partition)
+            if start is None:
+                del self._partitions[(topic, partition)]
+                continue
+            before = len(state.producers)
+            state.forget_before(start)
+            for pid in [pid for pid, e in state.producers.items() if 0 <= e.last_timestamp < now_ms - expiration_ms]:
+                del state.producers[pid]
+            removed += before - len(state.producers)
+        return removed
+
     def drop_topic(self, topic: str) -> None:
         for key in [k for k in self._partitions if k[0] == topic]:
             del self._partitions[key]

@@ -84,3 +84,20 @@ def test_producer_ids_never_reused_across_restarts():
     mgr2 = ProducerIdManager(lambda: saved[-1], saved.append)
     assert mgr2.next_id() == ProducerIdManager.BLOCK_SIZE
     assert saved[-1] == 2 * ProducerIdManager.BLOCK_SIZE
+
+
+def test_manager_expires_idle_and_deleted_producers():
+    from broker.producer_state import ProducerStateManager
+
+    mgr = ProducerStateManager()
+    a = mgr.for_partition("t", 0)
+    a.record(1, 0, 0, 0, first_offset=0, max_timestamp=1_000)  # idle since t=1000
+    a.record(2, 0, 0, 0, first_offset=1, max_timestamp=90_000)
+    a.record(3, 0, 0, 0, first_offset=2, max_timestamp=90_000)
+    mgr.for_partition("gone", 0).record(4, 0, 0, 0, first_offset=0, max_timestamp=90_000)
+    starts = {("t", 0): 2, ("gone", 0): None}
+    removed = mgr.expire(lambda t, p: starts[(t, p)], now_ms=100_000, expiration_ms=50_000)
+    # 1: idle too long (and below the log start); 2: its only batch (offset 1) is below the log start.
+    assert set(mgr.for_partition("t", 0).producers) == {3}
+    assert removed == 2
+    assert mgr.for_partition("gone", 0).producers == {}
