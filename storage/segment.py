@@ -12,6 +12,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from bisect import bisect_right
 
 from protocol.errors import CorruptRecordError
 from protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, compute_crc, read_header
@@ -205,6 +206,14 @@ class Segment:
         start = pos
         taken = 0
         stopped = False
+        # Skip ahead through the sparse index: every batch before an indexed batch at position p
+        # (with base offset o) ends by p and has offsets below o, so when p is within the budget
+        # and o <= max_offset they are all taken without reading their headers.
+        index = self.index
+        i = min(bisect_right(index.positions, pos + budget), bisect_right(index.offsets, max_offset)) - 1
+        if i >= 0 and index.positions[i] > pos:
+            pos = index.positions[i]
+            taken = pos - start
         while pos < size:
             base, length = _BASE_LEN.unpack_from(buf, pos)
             if base + _INT32.unpack_from(buf, pos + 23)[0] >= max_offset:

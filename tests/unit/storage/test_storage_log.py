@@ -344,3 +344,30 @@ def test_iter_batches_survives_appends_while_suspended(tmp_path, clock):
     offsets = [first[0].base_offset] + [h.base_offset for h, _ in rest]
     assert offsets == sorted(set(offsets)) and offsets[0] == 0
     assert all(int.from_bytes(v[:8], "big") == h.base_offset for h, v in rest)
+
+
+def test_read_matches_a_naive_walk_for_any_offset_budget_and_limit(tmp_path, clock):
+    """The index shortcut in read() must pick exactly the batches a header-by-header walk picks."""
+    import random
+
+    log = open_log(tmp_path, clock, segment_bytes=5000, index_interval_bytes=250)
+    rng = random.Random(5)
+    for i in range(400):
+        log.append(batch(rng.randint(1, 4), value=b"z" * rng.randint(0, 120)))
+    headers = [h for h, _ in log.iter_batches()]
+    leo = log.log_end_offset
+    for _ in range(400):
+        offset = rng.randrange(leo)
+        budget = rng.choice([0, 1, 100, 700, 3000, 20000])
+        limit = rng.choice([None, rng.randrange(offset, leo + 1)])
+        cap = leo if limit is None else limit
+        expected, total = [], 0
+        for h in headers:
+            if h.last_offset < offset:
+                continue
+            if h.last_offset >= cap or (expected and total + h.size > budget):
+                break
+            expected.append(h.base_offset)
+            total += h.size
+        got = [h.base_offset for v in log.read(offset, budget, limit) for _, h in iter_batches(v)]
+        assert got == expected, (offset, budget, limit)
