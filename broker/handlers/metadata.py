@@ -35,10 +35,11 @@ INVALID_TOPIC = 17
 UNKNOWN_TOPIC_ID = 100
 ZERO_UUID = uuid.UUID(int=0)
 AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2147483648
-# Bit set of Kafka's AclOperation codes READ(3)..ALTER_CONFIGS(11), DESCRIBE_CONFIGS(10),
-# IDEMPOTENT_WRITE(12) etc.: the operations a topic/cluster supports, all allowed.
+# Bit sets of Kafka's AclOperation codes (READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
+# CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12, CREATE_TOKENS 13,
+# DESCRIBE_TOKENS 14): every operation that applies to a topic / the cluster, all allowed.
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-CLUSTER_OPERATIONS = sum(1 << op for op in (4, 5, 7, 8, 9, 10, 11, 12))
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12, 13, 14))
 
 
 def broker_entry(broker) -> dict:
