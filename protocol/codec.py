@@ -17,7 +17,8 @@ Conventions (shared with every handler):
   encodes as empty, never as null: librdkafka rejects a null Fetch ``records`` (size -1).
 * Decoders raise only ``ProtocolError``: truncated input, negative lengths where null is not
   allowed, counts larger than the bytes left (checked before anything is allocated), invalid
-  UTF-8.  Bytes after the end of a request body are ignored: Kafka's request parser also stops
+  UTF-8.  For a nullable field any negative length reads as null, as in Kafka's generated
+  readers.  Bytes after the end of a request body are ignored: Kafka's request parser also stops
   after the last field it knows and does not look at what is left in the buffer.
 * Tagged fields are written in ascending tag order and only when they differ from their default
   (as Kafka does); unknown tags are skipped on decode.
@@ -747,8 +748,6 @@ def _not_default_cond(g: _Gen, f: Field, version: int, x: str) -> str:
         return f"{x} is not None and {x} != ZERO_UUID"
     if dflt is None:
         return f"{x} is not None"
-    if f.type in ("bytes", "records", "string"):
-        return f"{x} is not None and {x} != {dflt!r}"
     return f"{x} is not None and {x} != {dflt!r}"
 
 
@@ -803,7 +802,6 @@ def _enc_field(g: _Gen, f: Field, version: int, flexible: bool, ind: int, x: str
         _enc_struct(g, f.fields, version, flexible, ind, x, out)
         return
     if f.type in _FIXED:
-        dflt = default_value(f, version)
         g.emit(ind, f"if {x} is None:")
         g.emit(ind + 1, f"{x} = {_default_expr(g, f, version)}")
     _enc_scalar(g, f.type, compact, nullable, ind, x, out, records_nullable=nullable)
