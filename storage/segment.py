@@ -22,7 +22,7 @@ from .index import OffsetIndex, TimeIndex
 
 # Fields the read path needs, without building a BatchHeader: base offset, batch length, and the
 # last offset delta at byte 23; max timestamp at byte 35.
-_BASE_LEN = struct.Struct(">qi")
+_BASE_LEN_DELTA = struct.Struct(">qi11xi")  # base offset, batch length, last offset delta (byte 23)
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 
@@ -187,9 +187,10 @@ class Segment:
         _, pos = self.index.lookup(offset)
         buf = self.buffer()
         size = self.size
+        unpack = _BASE_LEN_DELTA.unpack_from
         while pos < size:
-            base, length = _BASE_LEN.unpack_from(buf, pos)
-            if base + _INT32.unpack_from(buf, pos + 23)[0] >= offset:
+            base, length, delta = unpack(buf, pos)
+            if base + delta >= offset:
                 return pos
             pos += length + LOG_OVERHEAD
         return None
@@ -214,9 +215,10 @@ class Segment:
         if i >= 0 and index.positions[i] > pos:
             pos = index.positions[i]
             taken = pos - start
+        unpack = _BASE_LEN_DELTA.unpack_from
         while pos < size:
-            base, length = _BASE_LEN.unpack_from(buf, pos)
-            if base + _INT32.unpack_from(buf, pos + 23)[0] >= max_offset:
+            base, length, delta = unpack(buf, pos)
+            if base + delta >= max_offset:
                 stopped = True
                 break
             n = length + LOG_OVERHEAD
