@@ -290,7 +290,7 @@ def _stored(port, topic):
     return raw_batches(port, topic)
 
 
-@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
+@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka", "aiokafka"])
 def test_idempotent_producer_retry_after_lost_response_does_not_duplicate(tmp_path, client):
     proxy = LosingProxy(drops=1)
     handle = start_broker(tmp_path, advertised_port=proxy.port)
@@ -308,6 +308,22 @@ def test_idempotent_producer_retry_after_lost_response_does_not_duplicate(tmp_pa
             producer.flush(timeout=30)
             offsets = [f.get(timeout=30).offset for f in futures]
             producer.close(timeout=5)
+        elif client == "aiokafka":
+            import asyncio
+
+            from aiokafka import AIOKafkaProducer
+
+            async def run():
+                producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, linger_ms=20,
+                                            retry_backoff_ms=50, request_timeout_ms=5000)
+                await producer.start()
+                try:
+                    futures = [await producer.send(topic, value=v, partition=0) for v in values]
+                    return [(await f).offset for f in futures]
+                finally:
+                    await producer.stop()
+
+            offsets = asyncio.run(asyncio.wait_for(run(), 30))
         else:
             import confluent_kafka
 
