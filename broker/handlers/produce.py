@@ -116,6 +116,8 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
     else:
         state = None
     # Kafka stamps the leader epoch on append; consumers send it back in OffsetForLeaderEpoch.
+    if isinstance(records, memoryview) and records.readonly or isinstance(records, bytes):
+        records = bytearray(records)  # the codec hands out writable views; stay correct if not
     set_partition_leader_epoch(records, 0, LEADER_EPOCH)
     try:
         result = plog.append(records)
