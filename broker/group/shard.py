@@ -43,7 +43,7 @@ from .records import (
     encode_key,
     encode_value,
 )
-from .state import GroupState, parse_state
+from .state import GroupState
 from .timer import Clock, Timer
 
 log = logging.getLogger("minikafka.group")
@@ -1130,4 +1130,4 @@ def _hb_key(group_id: str, member_id: str) -> tuple:
 
 
 __all__ = ["CoordinatorShard", "CoordinatorResult", "GroupConfig", "MemoryOffsetsLog", "OffsetsLog",
-           "OffsetAndMetadata", "join_error", "sync_error", "parse_state"]
+           "OffsetAndMetadata", "join_error", "sync_error"]
