@@ -29,6 +29,7 @@ import shutil
 import struct
 import time
 from bisect import bisect_right
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Iterator, NamedTuple
 
 from crc32c import crc32c as _crc32c
@@ -47,6 +48,7 @@ from protocol.records import (
     set_crc,
 )
 
+from . import fs
 from .checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from .config import LogConfig
 from .segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, Segment
@@ -86,6 +88,7 @@ class PartitionLog:
         self.recovered_bytes_cut = 0  # how much a crash recovery cut off (for logs and tests)
         self._unflushed = 0
         self._first_unflushed_ms: int | None = None
+        self._pending_flush: tuple[Future, int] | None = None  # (fsync in the flusher thread, LEO then)
         self._closed = False
         os.makedirs(directory, exist_ok=True)
         self._load()
@@ -169,8 +172,10 @@ class PartitionLog:
         self._unflushed += span
         if self._first_unflushed_ms is None:
             self._first_unflushed_ms = now
-        if self._unflushed >= config.flush_messages or now - self._first_unflushed_ms >= config.flush_ms:
+        if self._unflushed >= config.flush_messages:
             self.flush()
+        elif now - self._first_unflushed_ms >= config.flush_ms:
+            self.flush_in_background()
         return AppendInfo(offset, next_offset - 1, ts, now if log_append else -1)
 
     @property
@@ -234,8 +239,10 @@ class PartitionLog:
         self._unflushed += span
         if self._first_unflushed_ms is None:
             self._first_unflushed_ms = now
-        if self._unflushed >= config.flush_messages or now - self._first_unflushed_ms >= config.flush_ms:
+        if self._unflushed >= config.flush_messages:
             self.flush()
+        elif now - self._first_unflushed_ms >= config.flush_ms:
+            self.flush_in_background()
         return AppendInfo(first_offset, offset - 1, max_ts, now if log_append else -1)
 
     # --- roll -----------------------------------------------------------------------------------
@@ -274,6 +281,7 @@ class PartitionLog:
         old = self.active
         if old.size == 0:
             return old
+        self._finish_background_flush(wait=True)  # its data must be on disk before we say so
         old.sync()
         old.close()
         new = Segment.create(self.directory, old.next_offset, self._now())
@@ -286,7 +294,8 @@ class PartitionLog:
     # --- flush ----------------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """fsync every segment with unsynced data; the recovery point moves to the LEO."""
+        """fsync every segment with unsynced data, now; the recovery point moves to the LEO."""
+        self._finish_background_flush(wait=True)
         for seg in self.segments:
             if seg.unsynced:
                 # Index files are only trusted for segments closed by a roll (written there).
@@ -295,10 +304,48 @@ class PartitionLog:
         self._unflushed = 0
         self._first_unflushed_ms = None
 
+    def flush_in_background(self) -> None:
+        """Start an fsync of the unsynced data in the flusher thread and return at once.
+
+        This is what flush.ms triggers: the appends that follow are not held up by the disk
+        (they are already safe from a process crash).  Only the fsync runs in the thread, on
+        duplicated descriptors, so rolling or closing segments meanwhile is harmless; the
+        recovery point moves when the event loop next looks (append, maybe_flush, flush).
+        """
+        if not self._finish_background_flush(wait=False):
+            return  # the previous one is still running; the next check starts another
+        fds = []
+        for seg in self.segments:
+            if seg.unsynced:
+                fds.append(os.dup(seg.fd) if seg.fd is not None else os.open(seg.log_path, os.O_RDONLY))
+                seg.unsynced = False
+        self._unflushed = 0
+        self._first_unflushed_ms = None
+        if fds:
+            self._pending_flush = (_flusher().submit(_fsync_and_close, fds), self.log_end_offset)
+
+    def _finish_background_flush(self, wait: bool) -> bool:
+        """Collect a finished background fsync; False when one is still running and not waited for."""
+        if self._pending_flush is None:
+            return True
+        future, target = self._pending_flush
+        if not wait and not future.done():
+            return False
+        self._pending_flush = None
+        try:
+            future.result()
+        except OSError as exc:
+            for seg in self.segments:
+                seg.unsynced = True
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"fsync failed in {self.directory}: {exc}") from exc
+        self.recovery_point = max(self.recovery_point, target)
+        return True
+
     def maybe_flush(self) -> bool:
-        """Timer entry point: flush when the oldest unflushed append is flush.ms old."""
+        """Timer entry point: start a flush when the oldest unflushed append is flush.ms old."""
+        self._finish_background_flush(wait=False)
         if self._first_unflushed_ms is not None and self._now() - self._first_unflushed_ms >= self.config.flush_ms:
-            self.flush()
+            self.flush_in_background()
             return True
         return False
 
@@ -510,6 +557,7 @@ class PartitionLog:
         """Flush everything, write the indexes and mark the shutdown clean."""
         if self._closed:
             return
+        self._finish_background_flush(wait=True)
         for seg in self.segments:
             seg.sync()
         self.recovery_point = self.log_end_offset
@@ -520,6 +568,10 @@ class PartitionLog:
 
     def delete(self) -> None:
         """Remove the partition and all its files."""
+        try:
+            self._finish_background_flush(wait=True)
+        except KafkaError:
+            pass  # the files are going anyway
         for seg in self.segments:
             seg.release()
         self._closed = True
@@ -606,6 +658,26 @@ class PartitionLog:
                 or not self.active.base_offset <= cp.recovery_point <= self.log_end_offset
                 or cp.cleaned_offset != self.cleaned_offset):
             self._write_checkpoint(clean=False)
+
+
+_FLUSHER: ThreadPoolExecutor | None = None
+
+
+def _flusher() -> ThreadPoolExecutor:
+    """One thread for every log's background fsyncs (created on first use)."""
+    global _FLUSHER
+    if _FLUSHER is None:
+        _FLUSHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="storage-flush")
+    return _FLUSHER
+
+
+def _fsync_and_close(fds: list[int]) -> None:
+    try:
+        for fd in fds:
+            fs.fsync(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _roll_base_for_loaded(seg: Segment, now: int) -> int:

@@ -371,3 +371,20 @@ def test_read_matches_a_naive_walk_for_any_offset_budget_and_limit(tmp_path, clo
             total += h.size
         got = [h.base_offset for v in log.read(offset, budget, limit) for _, h in iter_batches(v)]
         assert got == expected, (offset, budget, limit)
+
+
+def test_background_flush_moves_the_recovery_point_once_done(tmp_path, clock):
+    log = open_log(tmp_path, clock, flush_ms=1000, segment_bytes=10_000)
+    log.append(batch(2))
+    clock.advance(1000)
+    log.append(batch(2))  # starts the fsync in the flusher thread
+    assert log._pending_flush is not None and not log.active.unsynced
+    future, target = log._pending_flush
+    future.result(timeout=10)
+    log.maybe_flush()  # collects it
+    assert log._pending_flush is None and log.recovery_point == target == 4
+    log.append(batch(2))
+    clock.advance(1000)
+    log.maybe_flush()
+    log.roll()  # waits for the background fsync before calling the old segment durable
+    assert log._pending_flush is None and log.recovery_point == 6
