@@ -1,6 +1,7 @@
 """Storage: partition logs on append-only segment files, and the metadata log.
 
-No asyncio here: the broker calls these objects from its event loop (single-threaded, no locks).
+No asyncio here: the broker calls these objects from its event loop, one call at a time, no locks.
+The one other thread runs background fsyncs on duplicated descriptors and touches no state.
 Clocks are injected (``now_ms`` returns int milliseconds) and every path is explicit.
 
 What the broker uses
@@ -17,11 +18,11 @@ What the broker uses
     (ValueError -> INVALID_CONFIG); ``topic_names(d)`` maps broker synonyms (log.segment.bytes ...).
 
     Flush policy: an append is always written to the OS before it returns, so a broker crash
-    (even kill -9) never loses an acknowledged write.  fsync happens when the oldest unflushed
-    append is ``flush.ms`` old (checked on append and by ``maybe_flush``), when
-    ``flush.messages`` appends are unflushed, on every segment roll and on close.  The dev
-    default flush.ms=1000 bounds what a power loss can take to about a second; Kafka's own
-    default (Long.MAX, rely on replicas) is accepted too.
+    (even kill -9) never loses an acknowledged write.  When the oldest unflushed append is
+    ``flush.ms`` old (checked on append and by ``maybe_flush``) an fsync starts in a background
+    thread; ``flush.messages`` unflushed records, a segment roll and close fsync synchronously.
+    The dev default flush.ms=1000 bounds what a power loss can take to about a second; Kafka's
+    own default (Long.MAX: rely on replicas, never fsync except roll/close) is accepted too.
 
 ``PartitionLog(directory, config: LogConfig | dict, now_ms=None)`` (storage/log.py)
     ``append(batch) -> AppendInfo(base_offset, last_offset, max_timestamp, log_append_time)``:
@@ -49,7 +50,7 @@ What the broker uses
     ``iter_batches(start_offset=0)`` yields ``(BatchHeader, memoryview)`` from the batch holding
     max(start_offset, log start): producer-state rebuild and coordinator loading.
     Maintenance: ``maybe_roll()``, ``roll()``, ``apply_retention()``, ``compact()``,
-    ``needs_compaction()``, ``maybe_flush()``, ``flush()``.  ``close()`` (flush + clean-shutdown
+    ``needs_compaction()``, ``maybe_flush()``, ``flush()`` (synchronous), ``flush_in_background()``.  ``close()`` (flush + clean-shutdown
     mark), ``delete()`` (remove the directory).  ``update_config(LogConfig)``.
 
 ``LogManager(data_dir, default_config: dict | LogConfig, now_ms=None)`` (storage/manager.py)

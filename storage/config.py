@@ -6,11 +6,12 @@ into INVALID_CONFIG.  Names this module does not know are ignored: they are the 
 
 Flush policy (the dev default, on purpose different from Kafka's "never fsync, rely on replicas"):
 every append is written to the operating system (``os.write``) before it returns, so a crash of
-the broker process, including ``kill -9``, loses no acknowledged write; the page cache survives the
-process.  ``fsync`` runs at the latest ``flush.ms`` = 1000 ms after the first unflushed append (from
-the next append or from the broker's timer calling ``maybe_flush``), and on every segment roll and
-on close.  Only a power loss or kernel crash can lose the last second.  ``flush.messages=1`` makes
-every append durable on disk before it returns.
+the broker process, including ``kill -9``, loses no acknowledged write: the page cache survives the
+process.  Once the oldest unflushed append is ``flush.ms`` (default 1000) old, the next append or
+the broker's timer (``maybe_flush``) starts an ``fsync`` in a background thread, so appends do not
+wait for the disk; only a power loss or kernel crash can lose the last second or so.  Every segment
+roll and close fsyncs synchronously.  ``flush.messages=N`` fsyncs synchronously after N records
+(``flush.messages=1``: every append is on disk before it returns).
 """
 
 from __future__ import annotations
