@@ -347,3 +347,36 @@ def test_idempotent_producer_retry_after_lost_response_does_not_duplicate(tmp_pa
     finally:
         proxy.close()
         handle.stop()
+
+
+def test_every_served_produce_fetch_and_list_offsets_version(shared):
+    with RawClient(shared.port) as c:
+        create(c, "versions")
+        for version in range(3, 12):
+            resp = produce(c, "versions", records(2, value=b"v%d" % version), version=version)
+            assert (resp["error_code"], resp["base_offset"]) == (0, 2 * (version - 3)), version
+        for version in range(4, 13):
+            body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+                    "isolation_level": 1, "session_id": 0, "session_epoch": -1,
+                    "topics": [{"topic": "versions", "partitions": [
+                        {"partition": 0, "current_leader_epoch": -1, "fetch_offset": 4, "log_start_offset": -1,
+                         "partition_max_bytes": 1 << 20}]}], "forgotten_topics_data": [], "rack_id": ""}
+            part = c.request(1, version, body)["responses"][0]["partitions"][0]
+            assert part["error_code"] == 0 and part["high_watermark"] == 18, version
+            assert part["aborted_transactions"] == [], version
+            from protocol.records import iter_batches
+
+            assert [h.base_offset for _, h in iter_batches(bytes(part["records"]))][0] == 4, version
+        for version in range(1, 8):
+            body = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": "versions", "partitions": [
+                {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]}
+            assert c.request(2, version, body)["topics"][0]["partitions"][0]["offset"] == 18, version
+        for version in range(2, 5):
+            body = {"replica_id": -1, "topics": [{"topic": "versions", "partitions": [
+                {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]}
+            got = c.request(23, version, body)["topics"][0]["partitions"][0]
+            assert (got["error_code"], got["end_offset"]) == (0, 18), version
+        for version in range(0, 6):
+            got = c.request(22, version, {"transactional_id": None, "transaction_timeout_ms": 1000,
+                                          "producer_id": -1, "producer_epoch": -1})
+            assert got["error_code"] == 0 and got["producer_id"] >= 0, version

@@ -296,3 +296,13 @@ async def test_metadata_auto_create_disabled(tmp_path):
                                          "allow_auto_topic_creation": True})
     assert md["topics"][0]["error_code"] == 3 and b.controller.topic("x") is None
     b.logs.close()
+
+
+async def test_log_append_time_topic_reports_and_stores_broker_time(broker):
+    broker.controller.create_topic("lat", 1, configs={"message.timestamp.type": "LogAppendTime"})
+    resp = part(await _produce(broker, batch(2, ts=5), topic="lat"))
+    assert resp["error_code"] == 0 and resp["log_append_time_ms"] > 1_000_000
+    header, _ = next(broker.controller.log("lat", 0).iter_batches())
+    assert header.timestamp_type == 1 and header.max_timestamp == resp["log_append_time_ms"]
+    create_time = part(await _produce(broker, batch(1)))
+    assert create_time["log_append_time_ms"] == -1
