@@ -171,3 +171,60 @@ def test_segments_emptied_by_compaction_are_removed_except_the_first(tmp_path, c
     assert log.segments[0].size == 0
     assert log.log_start_offset == 0 and log.read(0, 100)
     assert [(r.offset, r.value) for r in read_all(log)] == [(6, b"last"), (7, b"last")]
+
+
+def _crash(log):
+    for seg in log.segments:
+        seg.release()
+
+
+def test_crash_before_the_swap_keeps_the_old_segment(tmp_path, clock, monkeypatch):
+    import pytest
+
+    import storage.cleaner as cleaner
+
+    log = open_log(tmp_path / "p", clock)
+    fill(log, clock, n_batches=60)
+    before = [(r.offset, r.key, r.value) for r in read_all(log)]
+
+    def crash(*args):
+        raise RuntimeError("power cut")
+
+    monkeypatch.setattr(cleaner.os, "replace", crash)
+    with pytest.raises(RuntimeError):
+        log.compact()
+    _crash(log)
+    monkeypatch.undo()
+    log2 = open_log(tmp_path / "p", clock)
+    assert [(r.offset, r.key, r.value) for r in read_all(log2)] == before
+    assert not [n for n in os.listdir(tmp_path / "p") if n.endswith(".cleaned")]
+
+
+def test_crash_after_the_swap_rebuilds_the_missing_indexes(tmp_path, clock, monkeypatch):
+    import pytest
+
+    import storage.cleaner as cleaner
+
+    log = open_log(tmp_path / "p", clock)
+    fill(log, clock, n_batches=60)
+    real_segment = cleaner.Segment
+
+    def crash(*args):
+        raise RuntimeError("power cut")
+
+    monkeypatch.setattr(cleaner, "Segment", crash)  # right after the rename, before new indexes
+    with pytest.raises(RuntimeError):
+        log.compact()
+    _crash(log)
+    monkeypatch.setattr(cleaner, "Segment", real_segment)
+    log2 = open_log(tmp_path / "p", clock)
+    for seg in log2.segments:
+        if seg.size:
+            assert seg.index.offsets[0] == seg.base_offset and seg.index.positions[0] == 0
+    got = read_all(log2)
+    # the first segment is compacted, the rest untouched; every key's latest value is there
+    latest = {}
+    for r in got:
+        latest[r.key] = r.value
+    log2.compact()
+    assert {r.key: r.value for r in read_all(log2)} == latest
