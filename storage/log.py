@@ -283,7 +283,7 @@ class PartitionLog:
             return old
         self._finish_background_flush(wait=True)  # its data must be on disk before we say so
         old.sync()
-        old.close()
+        old.release()  # the next read maps it as a closed segment (bounded number of mappings)
         new = Segment.create(self.directory, old.next_offset, self._now())
         self.segments.append(new)
         self._bases.append(new.base_offset)
@@ -648,9 +648,7 @@ class PartitionLog:
             if seg is not self.active:
                 seg.release()
             else:
-                seg._map = None
-                seg._view = None
-                seg._mapped = 0
+                seg.unmap()
         self.recovery_point = self.log_end_offset
         # The clean flag must be gone before the first append; otherwise rewrite only when the
         # checkpoint no longer describes the files (a rewrite costs two fsyncs per partition).

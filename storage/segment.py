@@ -13,6 +13,7 @@ import mmap
 import os
 import struct
 from bisect import bisect_right
+from collections import OrderedDict
 
 from protocol.errors import CorruptRecordError
 from protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, compute_crc, read_header
@@ -30,6 +31,20 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 CLEANED_SUFFIX = ".cleaned"
+
+
+# Each mapping holds a file descriptor (mmap duplicates it), so mappings of closed segments are
+# kept for the most recently mapped ones only; an evicted mapping lives on while views of it do.
+MAX_MAPPED_CLOSED_SEGMENTS = 256
+_MAPPED: "OrderedDict[int, Segment]" = OrderedDict()
+
+
+def _remember_mapping(seg: "Segment") -> None:
+    _MAPPED[id(seg)] = seg
+    _MAPPED.move_to_end(id(seg))
+    while len(_MAPPED) > MAX_MAPPED_CLOSED_SEGMENTS:
+        _, oldest = _MAPPED.popitem(last=False)
+        oldest.unmap()
 
 
 def segment_name(base_offset: int) -> str:
@@ -85,9 +100,13 @@ class Segment:
     def release(self) -> None:
         """Forget our mapping and descriptor; views already handed out keep theirs alive."""
         self.close()
+        self.unmap()
+
+    def unmap(self) -> None:
         self._map = None
         self._view = None
         self._mapped = 0
+        _MAPPED.pop(id(self), None)
 
     def delete_files(self) -> None:
         self.release()
@@ -176,6 +195,8 @@ class Segment:
                 os.close(fd)
             self._view = memoryview(self._map)
             self._mapped = self.size
+            if self.fd is None:
+                _remember_mapping(self)
         if self._view is None:
             return memoryview(b"")
         return self._view
@@ -316,9 +337,7 @@ class Segment:
 
     def truncate(self, position: int) -> None:
         """Cut the log at ``position`` (only before anything is mapped for readers)."""
-        self._map = None
-        self._view = None
-        self._mapped = 0
+        self.unmap()
         fd = os.open(self.log_path, os.O_RDWR)
         try:
             os.ftruncate(fd, position)

@@ -388,3 +388,17 @@ def test_background_flush_moves_the_recovery_point_once_done(tmp_path, clock):
     log.maybe_flush()
     log.roll()  # waits for the background fsync before calling the old segment durable
     assert log._pending_flush is None and log.recovery_point == 6
+
+
+def test_mappings_of_closed_segments_are_bounded(tmp_path, clock, monkeypatch):
+    from storage import segment
+
+    monkeypatch.setattr(segment, "MAX_MAPPED_CLOSED_SEGMENTS", 3)
+    log = open_log(tmp_path, clock, segment_bytes=300)
+    for _ in range(30):
+        log.append(batch(2, value=b"x" * 100))
+    held = [log.read(s.base_offset, 1)[0] for s in log.segments]
+    mapped = [s for s in log.segments[:-1] if s._map is not None]
+    assert len(mapped) <= 3
+    # evicted mappings stay valid for the views handed out
+    assert [records_from([v])[0].offset for v in held] == [s.base_offset for s in log.segments]
