@@ -93,6 +93,12 @@ class Controller:
             self._commit({"type": "cluster", "cluster_id": new_cluster_id()})
         self.producer_ids = ProducerIdManager(lambda: self._next_producer_id, self._reserve_producer_ids)
         self.producer_states = ProducerStateManager()
+        # A crash between a remove_topic record and the directory removal leaves partition
+        # directories behind; the metadata log is the truth.
+        stray = getattr(self._logs, "topics", None)
+        for name in sorted(stray() - set(self.topics)) if stray is not None else ():
+            log.warning("removing partition directories of unknown topic %s", name)
+            self._logs.delete_topic(name)
         for info in self.topics.values():
             self._logs.open_topic(info.name, info.num_partitions, self._log_configs(info))
 
@@ -311,7 +317,7 @@ class Controller:
             self._metadata_log.close()
 
 
-METADATA_LOG_FILE = "__cluster_metadata.log"
+METADATA_LOG_FILE = "metadata.log"
 
 
 def open_storage(config: BrokerConfig, now_ms: Callable[[], int] | None = None):

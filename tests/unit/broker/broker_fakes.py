@@ -18,13 +18,14 @@ class MemoryMetadataLog:
 
 class RecordingLogManager:
     def __init__(self):
-        self.topics = {}
+        self.opened = {}
         self.configs = {}
         self.deleted = []
         self.ticks = []
+        self.topics_on_disk = set()
 
     def open_topic(self, name, num_partitions, configs):
-        self.topics[name] = num_partitions
+        self.opened[name] = num_partitions
         self.configs[name] = configs
 
     def update_topic_config(self, name, configs):
@@ -32,10 +33,13 @@ class RecordingLogManager:
 
     def delete_topic(self, name):
         self.deleted.append(name)
-        self.topics.pop(name, None)
+        self.opened.pop(name, None)
 
     def get(self, topic, partition):
         return (topic, partition)
+
+    def topics(self):
+        return set(self.topics_on_disk) | set(self.opened)
 
     def tick(self, now_ms):
         self.ticks.append(now_ms)

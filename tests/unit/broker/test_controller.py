@@ -32,7 +32,7 @@ def test_legal_topic_names(name):
 def test_cluster_id_and_topics_survive_reopen():
     ctrl, meta, logs = make()
     info = ctrl.create_topic("orders", 3, configs={"retention.ms": "1000"})
-    assert logs.topics["orders"] == 3
+    assert logs.opened["orders"] == 3
     assert logs.configs["orders"]["retention.ms"] == "1000"
     assert len(ctrl.cluster_id) == 22
     again, _, logs2 = make(meta.saved)
@@ -41,7 +41,7 @@ def test_cluster_id_and_topics_survive_reopen():
     assert reopened.topic_id == info.topic_id and reopened.num_partitions == 3
     assert reopened.configs == {"retention.ms": "1000"}
     assert again.topic_by_id(info.topic_id) is reopened
-    assert logs2.topics["orders"] == 3  # logs reopened on start
+    assert logs2.opened["orders"] == 3  # logs reopened on start
 
 
 def test_create_errors():
@@ -81,7 +81,7 @@ def test_delete_and_create_partitions_and_configs():
     ctrl, meta, logs = make()
     ctrl.create_topic("t", 1)
     ctrl.create_partitions("t", 3)
-    assert ctrl.topic("t").num_partitions == 3 and logs.topics["t"] == 3
+    assert ctrl.topic("t").num_partitions == 3 and logs.opened["t"] == 3
     with pytest.raises(KafkaError) as exc:
         ctrl.create_partitions("t", 2)
     assert exc.value.code == 37
@@ -117,3 +117,11 @@ def test_producer_ids_persist_through_metadata_log():
     first = ctrl.producer_ids.next_id()
     again, _, _ = make(meta.saved)
     assert again.producer_ids.next_id() > first
+
+
+def test_stray_partition_directories_are_removed_on_start():
+    meta = MemoryMetadataLog()
+    logs = RecordingLogManager()
+    logs.topics_on_disk = {"ghost"}
+    Controller(BrokerConfig.load(environ={}), meta, logs)
+    assert logs.deleted == ["ghost"]
