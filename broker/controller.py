@@ -282,6 +282,14 @@ class Controller:
         self._logs.update_topic_config(name, self._log_configs(info))
         return info
 
+    def refresh_topic_configs(self, name: str) -> None:
+        """Hand storage the topic's effective settings again (after a broker default changed);
+        nothing is recorded because nothing about the topic itself changed."""
+        info = self.topics.get(name)
+        if info is None:
+            raise KafkaError(UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name}")
+        self._logs.update_topic_config(name, self._log_configs(info))
+
     # -- maintenance -------------------------------------------------------------------------
 
     def tick(self, now_ms: int) -> None:

@@ -125,3 +125,13 @@ def test_stray_partition_directories_are_removed_on_start():
     logs.topics_on_disk = {"ghost"}
     Controller(BrokerConfig.load(environ={}), meta, logs)
     assert logs.deleted == ["ghost"]
+
+
+def test_refresh_topic_configs_writes_no_record():
+    ctrl, meta, logs = make()
+    ctrl.create_topic("t", 1)
+    before = len(meta.saved)
+    ctrl.config.set("log.retention.ms", "1234")
+    ctrl.refresh_topic_configs("t")
+    assert len(meta.saved) == before
+    assert logs.configs["t"]["retention.ms"] == 1234
