@@ -266,3 +266,65 @@ async def test_real_codec_api_versions_metadata_and_v0_fallback(tmp_path):
     assert cid == 3 and fallback["error_code"] == 35
     assert conn.client_id == "cid" and not transport.closed
     broker.logs.close()
+
+
+def _real_broker(tmp_path):
+    from protocol.apis import ApiRegistry
+
+    from broker.handlers import api_versions, fetch, list_offsets, metadata, produce
+    from broker_fakes import FakeBroker
+
+    broker = FakeBroker(str(tmp_path))
+    broker.loop = asyncio.get_running_loop()
+    broker.registry = ApiRegistry()
+    for module in (api_versions, metadata, produce, fetch, list_offsets):
+        module.register(broker.registry, broker)
+    broker.connections = set()
+    broker.registry_range = lambda key: broker.registry.version_range(key)
+    broker.controller.create_topic("t", 1)
+    return broker
+
+
+async def test_mutated_requests_never_escape_the_connection(tmp_path):
+    """Random corruptions of valid requests: each either gets answered or closes its own
+    connection; nothing raises out of data_received and the broker keeps serving."""
+    import random
+
+    from protocol.codec import encode_request
+
+    broker = _real_broker(tmp_path)
+    valid = [
+        encode_request(18, 3, 1, "c", {"client_software_name": "x", "client_software_version": "1"}),
+        encode_request(3, 12, 2, "c", {"topics": [{"name": "t", "topic_id": None}],
+                                       "allow_auto_topic_creation": False}),
+        encode_request(0, 9, 3, "c", {"transactional_id": None, "acks": -1, "timeout_ms": 100, "topic_data": [
+            {"name": "t", "partition_data": [{"index": 0, "records": bytes(
+                __import__("protocol.records", fromlist=["build_batch"]).build_batch([(b"k", b"v", [], 1)]))}]}]}),
+        encode_request(1, 12, 4, "c", {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1000,
+                                       "isolation_level": 0, "session_id": 0, "session_epoch": -1, "topics": [
+                                           {"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 0,
+                                                                          "partition_max_bytes": 1000}]}]}),
+    ]
+    rng = random.Random(1234)
+    closed = answered = 0
+    for _ in range(400):
+        data = bytearray(rng.choice(valid))
+        for _ in range(rng.randint(1, 4)):
+            pos = rng.randrange(4, len(data))  # keep the size prefix: corrupt the request itself
+            data[pos] = rng.randrange(256)
+        conn = KafkaConnection(broker)
+        transport = Transport()
+        conn.connection_made(transport)
+        conn.data_received(bytes(data))
+        await settle()
+        closed += transport.closed
+        answered += bool(transport.out)
+    assert closed and answered
+    # The broker still answers a clean request afterwards.
+    conn = KafkaConnection(broker)
+    transport = Transport()
+    conn.connection_made(transport)
+    conn.data_received(valid[1])
+    await settle()
+    assert transport.out and not transport.closed
+    broker.logs.close()
