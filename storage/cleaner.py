@@ -20,7 +20,10 @@ One pass (``compact_log``):
 Deliberate simplifications against Kafka: tombstones expire by the age of the segment that holds
 them (largest timestamp older than ``delete.retention.ms``) instead of a delete horizon stamped into
 the batch on the first pass (KIP-534); segments are not merged; aborted transactional data is not
-removed yet.  The map is built over the whole log rather than only the dirty section.
+removed yet; ``max.compaction.lag.ms`` is not implemented (``min.cleanable.dirty.ratio`` decides).
+The map is built over the whole log rather than only the dirty section, and a pass runs on the
+caller's thread with a cost proportional to the log's size (the broker's tick compacts at most one
+log per call, and only when the dirty ratio or a tombstone deadline asks for it).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def needs_compaction(log: "PartitionLog") -> bool:
     dirty = sum(s.size for s in closed if s.next_offset > log.cleaned_offset)
     if dirty and dirty / total >= log.config.min_cleanable_dirty_ratio:
         return True
-    deadline = getattr(log, "_tombstone_deadline_ms", None)
+    deadline = log._tombstone_deadline_ms
     return deadline is not None and log._now() >= deadline
 
 

@@ -83,6 +83,9 @@ class PartitionLog:
         self.log_start_offset = 0
         self.recovery_point = 0
         self.cleaned_offset = 0
+        # When the oldest tombstone kept by the last compaction may go (not persisted: after a
+        # restart tombstones go with the next compaction that new dirty data triggers).
+        self._tombstone_deadline_ms: int | None = None
         # Set by the transaction code to the first offset of the oldest open transaction.
         self.first_unstable_offset: int | None = None
         self.recovered_bytes_cut = 0  # how much a crash recovery cut off (for logs and tests)
