@@ -11,7 +11,9 @@ Per partition, in Kafka's order (``ReplicaManager.appendToLocalLog``,
    an internal topic (``__consumer_offsets``) -> INVALID_TOPIC_EXCEPTION;
 2. the records must be exactly one magic-2 batch with base offset 0 and no control flag
    -> else INVALID_RECORD (87);
-3. batch larger than the topic's ``max.message.bytes`` -> MESSAGE_TOO_LARGE;
+3. batch larger than the topic's ``max.message.bytes`` -> MESSAGE_TOO_LARGE; CreateTime outside
+   ``message.timestamp.before.max.ms`` / ``after.max.ms`` -> INVALID_TIMESTAMP (checked on the
+   batch's first and largest timestamps, since compressed records are never decompressed here);
 4. CRC-32C mismatch (checked by storage on append) -> CORRUPT_MESSAGE;
 5. idempotent producers (producer id >= 0): a duplicate of one of the last five batches is
    acknowledged with its original base offset and no error; a stale epoch gives
@@ -48,7 +50,9 @@ INVALID_TOPIC_EXCEPTION = 17
 INVALID_REQUIRED_ACKS = 21
 UNSUPPORTED_VERSION = 35
 INVALID_RECORD = 87
+INVALID_TIMESTAMP = 32
 KAFKA_STORAGE_ERROR = 56
+LONG_MAX = 9223372036854775807
 LEADER_EPOCH = 0
 
 _MESSAGES = {
@@ -83,6 +87,22 @@ def _validate_batch(records, max_bytes: int):
     return NONE, header
 
 
+def _check_timestamps(controller, topic: str, header, now_ms: int) -> int:
+    """message.timestamp.before/after.max.ms for CreateTime topics (both unlimited by default).
+
+    Kafka checks every record; without decompressing we check the batch's first record
+    (base_timestamp) against the lower bound and its max_timestamp against the upper bound."""
+    if header.timestamp_type != 0:
+        return NONE
+    before = controller.topic_config_value(topic, "message.timestamp.before.max.ms")
+    after = controller.topic_config_value(topic, "message.timestamp.after.max.ms")
+    if before < LONG_MAX and header.base_timestamp < now_ms - before:
+        return INVALID_TIMESTAMP
+    if after < LONG_MAX and header.max_timestamp > now_ms + after:
+        return INVALID_TIMESTAMP
+    return NONE
+
+
 def produce_partition(broker, topic: str, info, index: int, records, transactional_id) -> dict:
     """Validate and append one partition's batch; returns its response entry."""
     controller = broker.controller
@@ -95,6 +115,10 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
     error, header = _validate_batch(records, max_bytes)
     if error:
         return _partition_response(index, error, message=_MESSAGES.get(error))
+    error = _check_timestamps(controller, topic, header, broker.now_ms())
+    if error:
+        return _partition_response(index, error, message="record timestamp outside "
+                                   "message.timestamp.before.max.ms / message.timestamp.after.max.ms")
     plog = controller.log(topic, index)
     if header.producer_id >= 0:
         state = controller.producer_states.for_partition(topic, index, plog)

@@ -306,3 +306,13 @@ async def test_log_append_time_topic_reports_and_stores_broker_time(broker):
     assert header.timestamp_type == 1 and header.max_timestamp == resp["log_append_time_ms"]
     create_time = part(await _produce(broker, batch(1)))
     assert create_time["log_append_time_ms"] == -1
+
+
+async def test_timestamp_bounds_from_topic_config(broker):
+    now = broker.now_ms()
+    broker.controller.create_topic("ts", 1, configs={"message.timestamp.before.max.ms": "1000",
+                                                     "message.timestamp.after.max.ms": "1000"})
+    assert part(await _produce(broker, batch(1, ts=now), topic="ts"))["error_code"] == 0
+    assert part(await _produce(broker, batch(1, ts=now - 5000), topic="ts"))["error_code"] == 32
+    assert part(await _produce(broker, batch(1, ts=now + 5000), topic="ts"))["error_code"] == 32
+    assert part(await _produce(broker, batch(1, ts=now - 5000)))["error_code"] == 0  # default: unlimited
