@@ -83,6 +83,8 @@ public class GroupRun {
             long sum = 0;
             for (OffsetAndMetadata om : offsets.values()) sum += om.offset();
             System.out.println("COMMITTED " + offsets.size() + " " + sum);
+            System.out.println("LISTED " + admin.listConsumerGroups().all().get().stream()
+                .anyMatch(l -> l.groupId().equals(group)));
             stop.set(true);
             for (Thread t : threads) t.join(20000);
             admin.deleteConsumerGroups(List.of(group)).all().get();
@@ -113,6 +115,7 @@ def test_java_consumer_group_and_admin(tmp_path):
         assert lines["ASSIGNED"] in ("{0=[0, 1], 1=[2, 3]}", "{0=[2, 3], 1=[0, 1]}"), lines["ASSIGNED"]
         assert lines["STATE"] == "Stable MEMBERS 2 ASSIGNOR range", lines["STATE"]
         assert lines["COMMITTED"] == "4 80"
+        assert lines["LISTED"] == "true"
         assert lines["DELETED"] == "true"
     finally:
         broker.stop()
