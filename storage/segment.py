@@ -22,10 +22,9 @@ from . import fs
 from .index import OffsetIndex, TimeIndex
 
 # Fields the read path needs, without building a BatchHeader: base offset, batch length, and the
-# last offset delta at byte 23; max timestamp at byte 35.
+# last offset delta at byte 23.
 _BASE_LEN_DELTA = struct.Struct(">qi11xi")  # base offset, batch length, last offset delta (byte 23)
 _INT32 = struct.Struct(">i")
-_INT64 = struct.Struct(">q")
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -269,9 +268,6 @@ class Segment:
             yield pos, header, buf[pos:end]
             pos = end
 
-    def max_timestamp_at(self, pos: int) -> int:
-        return _INT64.unpack_from(self.buffer(), pos + 35)[0]
-
     # --- opening existing files -----------------------------------------------------------------
 
     def load_trusted(self, next_segment_base: int | None, interval: int) -> bool:
@@ -299,7 +295,7 @@ class Segment:
             header = read_header(self.buffer(), last_pos)
         except CorruptRecordError:
             header = None
-        if header is None or header.base_offset != last_off:
+        if header is None or header.base_offset != last_off or last_pos + header.size > self.size:
             self.index.clear()
             self.time_index.clear()
             self._reset_stats()

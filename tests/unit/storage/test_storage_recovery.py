@@ -230,3 +230,19 @@ def test_kill_9_loses_no_acknowledged_append(tmp_path):
     log = PartitionLog(str(directory), {"segment.bytes": 20000})
     assert log.log_end_offset >= acked + 1
     assert [r.offset for r in read_all(log)] == list(range(log.log_end_offset))
+
+
+@pytest.mark.parametrize("cut_back", [1, 30, 61, 62])
+def test_torn_tail_after_a_clean_shutdown_is_still_cut(tmp_path, clock, cut_back):
+    """Even a 'clean' checkpoint never makes an incomplete batch servable."""
+    log = PartitionLog(str(tmp_path / "p"), CONFIG, now_ms=clock)
+    for i in range(12):
+        log.append(batch(2, ts=T0 + i))
+    last = [h for h, _ in log.iter_batches()][-1]
+    log.close()
+    path = log.active.log_path
+    os.truncate(path, os.path.getsize(path) - cut_back)
+    log2 = PartitionLog(str(tmp_path / "p"), CONFIG, now_ms=clock)
+    assert log2.log_end_offset == last.base_offset
+    assert [r.offset for r in read_all(log2)] == list(range(last.base_offset))
+    check_indexes(log2)
