@@ -22,10 +22,12 @@ def kcat(*args, input=None):
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
 def test_kcat_produce_and_consume(broker, codec):
     topic = f"kcat-{codec}"
-    lines = "".join(f"k{i}:value {i}\n" for i in range(20))
+    # Compressible values: librdkafka sends a batch uncompressed when compression would not shrink it.
+    filler = "abc" * 100
+    lines = "".join(f"k{i}:value {i} {filler}\n" for i in range(20))
     kcat("-b", broker.bootstrap, "-P", "-t", topic, "-p", "0", "-K:", "-z", codec, input=lines)
     out = kcat("-b", broker.bootstrap, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-f", "%o %k=%s\n")
-    assert out.splitlines() == [f"{i} k{i}=value {i}" for i in range(20)]
+    assert out.splitlines() == [f"{i} k{i}=value {i} {filler}" for i in range(20)]
 
     # The batches are stored exactly as kcat sent them, compressed or not.
     segment = next((broker.data_dir / f"{topic}-0").glob("*.log"))
