@@ -48,3 +48,19 @@ def test_random_garbage_raises_only_protocol_error_and_stays_bounded():
                 assert decoder.buffered <= 4096 + 4 + 600
         except ProtocolError:
             pass
+
+
+def test_a_size_field_alone_reserves_no_memory():
+    decoder = FrameDecoder()
+    assert decoder.feed(struct.pack(">i", 50 * 1024 * 1024) + b"abc") == []
+    assert decoder.buffered == 3
+
+
+def test_a_large_frame_in_many_chunks_then_a_small_one():
+    payload = bytes(range(256)) * 4096
+    stream = frame(payload) + frame(b"tail")
+    decoder = FrameDecoder()
+    out = []
+    for i in range(0, len(stream), 4093):
+        out += decoder.feed(stream[i : i + 4093])
+    assert [bytes(f) for f in out] == [payload, b"tail"]
