@@ -94,7 +94,8 @@ class KafkaDataSource(DataSource):
         return FORMAT_NAME
 
     def schema(self) -> StructType:
-        include = str(self.options.get("includeHeaders", "false")).strip().lower() == "true"
+        opts = {str(k).lower(): v for k, v in self.options.items()}
+        include = str(opts.get("includeheaders", "false")).strip().lower() == "true"
         return source_schema(include)
 
     def reader(self, schema: StructType) -> "KafkaBatchReader":

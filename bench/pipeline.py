@@ -1,0 +1,242 @@
+"""Benchmark: the minikafka Spark source against a plain confluent-kafka consumer.
+
+Produces N records of S bytes into a 2-partition topic, then alternates, on the same data and
+in the same run:
+
+* ``plain``: one confluent-kafka Consumer assigned to both partitions, reading from offset 0
+  to the end (touching every value), with librdkafka's default fetch sizes;
+* ``plain-tuned``: the same consumer with the fetch sizes the source uses;
+* ``plain-2-threads``: two tuned consumers in two threads, one per partition, which is how
+  the source's two tasks read;
+* ``spark``: a Structured Streaming query ``readStream.format("minikafka")`` from earliest
+  with ``Trigger.AvailableNow`` into the ``noop`` sink, on ``local[2]``; timed from
+  ``start()`` to termination (planning, Python workers, Arrow transfer to the JVM included).
+
+Prints a Markdown table of medians (records/s) and the source/plain ratio. By default a fresh
+minikafka broker is started in a temporary directory; ``--bootstrap`` uses a running broker.
+
+    .venv/bin/python bench/pipeline.py [--records 1000000] [--size 100] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+TUNED = {"max.partition.fetch.bytes": 8 * 1024 * 1024, "fetch.max.bytes": 64 * 1024 * 1024,
+         "queued.max.messages.kbytes": 256 * 1024}
+
+
+def start_broker(tmp: Path):
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT))
+    log = open(tmp / "broker.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "broker", "serve", "--host", "127.0.0.1",
+                             "--port", "0", "--data-dir", str(tmp / "data")],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log)
+    # readline() blocks: a timer kills a broker that never becomes ready, which ends the loop.
+    watchdog = threading.Timer(30, proc.kill)
+    watchdog.start()
+    try:
+        for line in iter(proc.stdout.readline, b""):
+            m = re.search(rb"minikafka ready on (\S+):(\d+)", line)
+            if m:
+                threading.Thread(target=shutil.copyfileobj, args=(proc.stdout, log),
+                                 daemon=True).start()
+                return proc, f"127.0.0.1:{int(m.group(2))}"
+    finally:
+        watchdog.cancel()
+    raise SystemExit(f"broker did not become ready: see {tmp / 'broker.log'}")
+
+
+def produce(bootstrap: str, topic: str, records: int, size: int) -> float:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20,
+                         "batch.size": 1_000_000, "batch.num.messages": 10_000,
+                         "queue.buffering.max.messages": 1_000_000,
+                         "queue.buffering.max.kbytes": 1_048_576, "acks": "1"})
+    payload = os.urandom(size)
+    started = time.perf_counter()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, value=payload, partition=i & 1)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    if producer.flush(300):
+        raise SystemExit("produce did not complete")
+    return time.perf_counter() - started
+
+
+def _consume(bootstrap: str, topic: str, partitions, extra: dict, out: list) -> None:
+    conf = {"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4()}",
+            "enable.auto.commit": False, "enable.partition.eof": True,
+            "isolation.level": "read_uncommitted", **extra}
+    consumer = Consumer(conf)
+    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+    count = size = 0
+    pending = set(partitions)
+    deadline = time.monotonic() + 600
+    while pending and time.monotonic() < deadline:
+        for m in consumer.consume(10_000, timeout=1.0):
+            err = m.error()
+            if err is None:
+                count += 1
+                size += len(m.value())
+            elif err.code() == KafkaError._PARTITION_EOF:
+                pending.discard(m.partition())
+    consumer.close()
+    out.append(count)
+
+
+def plain_consumer(bootstrap: str, topic: str, expected: int, extra: dict,
+                   threads: int = 1) -> float:
+    """One consumer for both partitions, or (threads=2) one consumer thread per partition
+    (librdkafka releases the GIL while it waits)."""
+    counts: list[int] = []
+    groups = [(0, 1)] if threads == 1 else [(0,), (1,)]
+    workers = [threading.Thread(target=_consume, args=(bootstrap, topic, g, extra, counts))
+               for g in groups]
+    started = time.perf_counter()
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    elapsed = time.perf_counter() - started
+    if sum(counts) != expected:
+        raise SystemExit(f"plain consumer read {sum(counts)} records, expected {expected}")
+    return elapsed
+
+
+def spark_session():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2]").appName("bench-pipeline")
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.ui.showConsoleProgress", "false")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    from pipeline import register
+
+    register(spark)
+    return spark
+
+
+def spark_stream(spark, bootstrap: str, topic: str, expected: int, tmp: Path) -> float:
+    checkpoint = tmp / f"ckpt-{uuid.uuid4().hex[:8]}"
+    started = time.perf_counter()
+    query = (spark.readStream.format("minikafka")
+             .option("kafka.bootstrap.servers", bootstrap)
+             .option("subscribe", topic).option("startingOffsets", "earliest").load()
+             .writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    elapsed = time.perf_counter() - started
+    if query.exception() is not None:
+        raise SystemExit(f"spark query failed: {query.exception()}")
+    rows = sum(p["numInputRows"] for p in query.recentProgress)
+    if os.environ.get("BENCH_VERBOSE"):
+        print([p["durationMs"] for p in query.recentProgress], flush=True)
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    if rows != expected:
+        raise SystemExit(f"spark read {rows} records, expected {expected}")
+    return elapsed
+
+
+def cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--bootstrap", help="use a running broker instead of starting minikafka")
+    p.add_argument("--records", type=int, default=1_000_000)
+    p.add_argument("--size", type=int, default=100)
+    p.add_argument("--runs", type=int, default=3)
+    args = p.parse_args(argv)
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
+    broker = None
+    try:
+        if args.bootstrap:
+            bootstrap = args.bootstrap
+        else:
+            broker, bootstrap = start_broker(tmp)
+        topic = f"bench-{uuid.uuid4().hex[:8]}"
+        produce_s = produce(bootstrap, topic, args.records, args.size)
+        print(f"produced {args.records} x {args.size} B in {produce_s:.1f} s", flush=True)
+        spark = spark_session()
+        # Warm-up: starts the Python workers once so every timed run pays the same.
+        spark_stream(spark, bootstrap, topic, args.records, tmp)
+        times: dict[str, list[float]] = {"plain": [], "plain-tuned": [], "plain-2-threads": [],
+                                         "spark": []}
+        for run in range(args.runs):
+            times["plain"].append(plain_consumer(bootstrap, topic, args.records, {}))
+            times["plain-tuned"].append(plain_consumer(bootstrap, topic, args.records, TUNED))
+            times["plain-2-threads"].append(
+                plain_consumer(bootstrap, topic, args.records, TUNED, threads=2))
+            times["spark"].append(spark_stream(spark, bootstrap, topic, args.records, tmp))
+            print(f"run {run + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()),
+                  flush=True)
+        spark.stop()
+        rate = {k: args.records / statistics.median(v) for k, v in times.items()}
+        print()
+        print(f"`{' '.join([Path(sys.executable).name, 'bench/pipeline.py'] + (argv or sys.argv[1:]))}`"
+              f" on {os.cpu_count()} CPUs ({cpu_model()}), {args.records} x {args.size} B, "
+              f"2 partitions, local[2], median of {args.runs} runs"
+              + ("" if args.bootstrap else ", fresh minikafka broker"))
+        print()
+        print("| reader | median s | records/s | MB/s |")
+        print("|---|---:|---:|---:|")
+        for k, v in times.items():
+            med = statistics.median(v)
+            print(f"| {k} | {med:.2f} | {rate[k]:,.0f} | "
+                  f"{rate[k] * args.size / 1e6:.1f} |")
+        print()
+        print(f"spark source / plain consumer: {rate['spark'] / rate['plain']:.0%}; "
+              f"/ plain-tuned: {rate['spark'] / rate['plain-tuned']:.0%}; "
+              f"/ plain-2-threads: {rate['spark'] / rate['plain-2-threads']:.0%}")
+    finally:
+        if broker is not None:
+            broker.terminate()
+            try:
+                broker.wait(10)
+            except subprocess.TimeoutExpired:
+                broker.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
