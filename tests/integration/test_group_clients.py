@@ -236,7 +236,7 @@ def test_members_split_rebalance_and_take_over(tmp_path, kind):
         broker.stop()
 
 
-@pytest.mark.parametrize("kind", ["kafka-python", "confluent"])
+@pytest.mark.parametrize("kind", ["kafka-python", "confluent", "aiokafka"])
 def test_member_that_stops_polling_is_removed_after_max_poll_interval(tmp_path, kind):
     broker = start_broker(tmp_path, **BROKER_OVERRIDES)
     consumers = []
