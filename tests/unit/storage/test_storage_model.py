@@ -134,3 +134,75 @@ class LogModel(RuleBasedStateMachine):
 LogModel.TestCase.settings = settings(max_examples=40, stateful_step_count=25, deadline=None,
                                       suppress_health_check=[HealthCheck.too_slow])
 TestLogModel = LogModel.TestCase
+
+
+class CompactedLogModel(RuleBasedStateMachine):
+    """Keyed writes, tombstones, rolls, compaction and reopens: compaction may drop superseded
+    records and expired tombstones, nothing else, and never moves a surviving record."""
+
+    DELETE_RETENTION_MS = 5_000
+
+    def __init__(self):
+        super().__init__()
+        self.dir = tempfile.mkdtemp(prefix="storage-compact-model-")
+        self.clock = FakeClock()
+        self.config = {"cleanup.policy": "compact", "segment.bytes": 600, "index.interval.bytes": 100,
+                       "delete.retention.ms": self.DELETE_RETENTION_MS}
+        self.log = PartitionLog(self.dir, self.config, now_ms=self.clock)
+        self.written: dict[int, tuple[bytes, bytes | None, int]] = {}  # offset -> (key, value, ts)
+
+    def teardown(self):
+        for seg in self.log.segments:
+            seg.release()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    @rule(keys=st.lists(st.sampled_from([b"a", b"b", b"c", b"d", b"e"]), min_size=1, max_size=4),
+          tombstone=st.booleans(), compressed=st.booleans())
+    def append(self, keys, tombstone, compressed):
+        self.clock.advance(100)
+        values = [None if tombstone and i == 0 else b"%d" % (self.log.log_end_offset + i) for i in range(len(keys))]
+        info = self.log.append(batch(len(keys), ts=self.clock.now, keys=keys, values=values,
+                                     compression=COMPRESSION_GZIP if compressed else 0))
+        for i, (k, v) in enumerate(zip(keys, values)):
+            self.written[info.base_offset + i] = (k, v, self.clock.now + i)
+
+    @rule()
+    def roll(self):
+        self.log.roll()
+
+    @rule(advance=st.integers(0, 8_000))
+    def compact(self, advance):
+        self.clock.advance(advance)
+        self.log.compact()
+
+    @rule(clean=st.booleans())
+    def reopen(self, clean):
+        if clean:
+            self.log.close()
+        else:
+            for seg in self.log.segments:
+                seg.release()
+        self.log = PartitionLog(self.dir, self.config, now_ms=self.clock)
+        assert self.log.recovered_bytes_cut == 0
+
+    @invariant()
+    def only_superseded_records_or_old_tombstones_are_gone(self):
+        got = {r.offset: (r.key, r.value, r.timestamp) for r in read_all(self.log)}
+        assert self.log.log_end_offset == (max(self.written) + 1 if self.written else 0)
+        latest = {}
+        for offset in sorted(self.written):
+            latest[self.written[offset][0]] = offset
+        for offset, record in got.items():
+            assert self.written[offset] == record  # never moved, never altered
+        for key, offset in latest.items():
+            k, value, ts = self.written[offset]
+            if offset not in got:
+                # only a tombstone, and only once it is old enough
+                assert value is None and self.clock.now - ts > self.DELETE_RETENTION_MS
+        active_base = self.log.active.base_offset
+        assert {o for o in self.written if o >= active_base} <= set(got)
+
+
+CompactedLogModel.TestCase.settings = settings(max_examples=25, stateful_step_count=30, deadline=None,
+                                               suppress_health_check=[HealthCheck.too_slow])
+TestCompactedLogModel = CompactedLogModel.TestCase
