@@ -16,8 +16,12 @@ Served versions (PROTOCOL.md "Serve" column) and per-version notes:
   UNKNOWN_TOPIC_OR_PARTITION on commit, as Kafka's request handler does.
 * DescribeGroups 0-5, ListGroups 0-5 (v4 states filter, v5 types filter), DeleteGroups 0-2,
   OffsetDelete 0.
-Not implemented: TxnOffsetCommit (no pending transactional offsets, so ``require_stable`` never
-yields UNSTABLE_OFFSET_COMMIT), KIP-848 consumer groups (ConsumerGroupHeartbeat is not advertised).
+* TxnOffsetCommit 0-4: registered only when a transaction coordinator is installed
+  (``broker.txn_coordinator`` set by a handler module registered before this one), because the offsets
+  stay pending until that coordinator ends the transaction through
+  ``broker.group_coordinator.complete_transaction(producer_id, producer_epoch, commit)``.  While
+  pending, OffsetFetch with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for those partitions.
+Not implemented: KIP-848 consumer groups (ConsumerGroupHeartbeat is not advertised).
 
 A parked JoinGroup/SyncGroup is an asyncio future completed by the shard's ``respond`` callback, so
 it never blocks the event loop or other connections; the connection keeps responses in order.
@@ -38,6 +42,7 @@ log = logging.getLogger("minikafka.group")
 
 FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 10, 11, 12, 13, 14
 OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 8, 9, 15, 16, 42, 47
+TXN_OFFSET_COMMIT = 28
 
 # READ, DELETE, DESCRIBE: what Kafka reports for a group when no authorizer is configured.
 GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
@@ -222,6 +227,24 @@ async def offset_commit(ctx, body: dict) -> dict:
         for p in t["partitions"]]} for t in topics]}
 
 
+async def txn_offset_commit(ctx, body: dict) -> dict:
+    topics = body.get("topics") or []
+
+    def everywhere(code: ErrorCode) -> dict:
+        return {"throttle_time_ms": 0, "topics": [{"name": t["name"], "partitions": [
+            {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]}
+            for t in topics]}
+
+    group_id = body["group_id"]
+    if not group_id:
+        return everywhere(ErrorCode.INVALID_GROUP_ID)
+    shard, error = _check(ctx, group_id)
+    if shard is None:
+        return everywhere(error)
+    response = shard.txn_commit_offsets(body, ctx.api_version)
+    return {"throttle_time_ms": 0, "topics": response["topics"]}
+
+
 def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> dict:
     shard, error = _check(ctx, group_id) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
     if shard is None:
@@ -348,6 +371,9 @@ def register(registry, broker) -> None:
         (OFFSET_DELETE, 0, 0, offset_delete),
     ):
         registry.register(api_key, lo, hi, handler)
+    if getattr(broker, "txn_coordinator", None) is not None:
+        # Only useful with someone to end the transactions (see the module docstring).
+        registry.register(TXN_OFFSET_COMMIT, 0, 4, txn_offset_commit)
     if getattr(broker, "group_coordinator", None) is None:
         broker.group_coordinator = None  # created by start() once __consumer_offsets exists
 

@@ -53,5 +53,19 @@ class GroupCoordinator:
         for shard in self.shards:
             shard.unload()
 
+    def complete_transaction(self, producer_id: int, producer_epoch: int, commit: bool,
+                             coordinator_epoch: int = 0) -> list[int]:
+        """End a producer's transaction in every shard holding its offsets: write the marker, apply it.
+
+        Returns the ``__consumer_offsets`` partitions that got a marker.  This is the group side of
+        WriteTxnMarkers; the transaction coordinator calls it when it commits or aborts.
+        """
+        touched = []
+        for shard in self.shards:
+            if shard.loaded and shard.has_pending_transaction(producer_id):
+                shard.complete_transaction(producer_id, producer_epoch, commit, coordinator_epoch)
+                touched.append(shard.partition)
+        return touched
+
     def loaded_shards(self) -> Iterator[CoordinatorShard]:
         return (s for s in self.shards if s.loaded)

@@ -27,7 +27,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional, Protocol
 
 from protocol.errors import ErrorCode, KafkaError
-from protocol.records import build_batch, iter_records, read_header, set_base_offset
+from protocol.records import (
+    CONTROL_COMMIT,
+    build_batch,
+    build_control_batch,
+    control_record_type,
+    iter_records,
+    read_header,
+    set_base_offset,
+)
 
 from .classic import ClassicGroup, GroupError
 from .member import EMPTY_ASSIGNMENT, Member, Respond
@@ -135,6 +143,9 @@ class CoordinatorResult:
     # Called after the append (error None) or its failure (error code); a non-None return value replaces
     # the response.  This is where responses that must follow persistence are released.
     on_appended: Optional[Callable[[Optional[ErrorCode]], Any]] = None
+    # Transactional offset commits are written in a transactional batch of their producer.
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 def _empty(response: Any = None) -> CoordinatorResult:
@@ -177,6 +188,9 @@ class CoordinatorShard:
         self.config = config or GroupConfig()
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
+        # Offsets of open transactions: producer id -> group -> topic -> partition -> offset.  They become
+        # committed offsets when the producer's COMMIT marker is written to this partition.
+        self.pending_txn_offsets: dict[int, dict[str, dict[str, dict[int, OffsetAndMetadata]]]] = {}
         self.loaded = False
 
     # == runtime: append, replay, load ===========================================================
@@ -189,7 +203,9 @@ class CoordinatorShard:
         error: Optional[ErrorCode] = None
         if result.records:
             now = self._now()
-            batch = build_batch([(encode_key(k), encode_value(v), [], now) for k, v in result.records])
+            batch = build_batch([(encode_key(k), encode_value(v), [], now) for k, v in result.records],
+                                producer_id=result.producer_id, producer_epoch=result.producer_epoch,
+                                transactional=result.producer_id >= 0)
             try:
                 base = self.log.append(batch)
             except Exception as exc:  # storage failure: the operation fails, state is untouched
@@ -198,7 +214,7 @@ class CoordinatorShard:
             else:
                 if result.replay:
                     for i, (key, value) in enumerate(result.records):
-                        self.replay(base + i, -1, key, value)
+                        self.replay(base + i, result.producer_id, key, value)
         if result.on_appended is not None:
             replaced = result.on_appended(error)
             if replaced is not None:
@@ -208,7 +224,7 @@ class CoordinatorShard:
     def replay(self, offset: int, producer_id: int, key, value) -> None:
         """Apply one record: the single path for both loading and live offset/tombstone records."""
         if isinstance(key, OffsetCommitKey):
-            self._replay_offset(offset, key, value)
+            self._replay_offset(offset, producer_id, key, value)
         elif isinstance(key, GroupMetadataKey):
             self._replay_group(key, value)
 
@@ -217,6 +233,8 @@ class CoordinatorShard:
         for batch in self.log.iter_batches():
             header = read_header(batch)
             if header.is_control:
+                for record in iter_records(batch):
+                    self.replay_end_transaction(header.producer_id, control_record_type(record) == CONTROL_COMMIT)
                 continue
             for record in iter_records(batch):
                 key = decode_key(record.key)
@@ -250,16 +268,22 @@ class CoordinatorShard:
             self.timer.cancel(_join_key(group.group_id))
             self.timer.cancel(_sync_key(group.group_id))
 
-    def _replay_offset(self, offset: int, key: OffsetCommitKey, value: Optional[OffsetCommitValue]) -> None:
+    def _replay_offset(self, offset: int, producer_id: int, key: OffsetCommitKey,
+                       value: Optional[OffsetCommitValue]) -> None:
         if value is not None:
             if key.group not in self.groups:
                 # Offsets committed without group membership: a "simple" group, Empty, no protocol type.
                 self._create_group(key.group)
-            topics = self.offsets.setdefault(key.group, {})
-            topics.setdefault(key.topic, {})[key.partition] = OffsetAndMetadata(
+            om = OffsetAndMetadata(
                 committed_offset=value.offset, leader_epoch=value.leader_epoch, metadata=value.metadata,
                 commit_timestamp=value.commit_timestamp, expire_timestamp=value.expire_timestamp,
                 record_offset=offset)
+            if producer_id >= 0:
+                pending = self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(key.group, {})
+                pending.setdefault(key.topic, {})[key.partition] = om
+                return
+            topics = self.offsets.setdefault(key.group, {})
+            topics.setdefault(key.topic, {})[key.partition] = om
         else:
             topics = self.offsets.get(key.group)
             if topics is None:
@@ -920,20 +944,27 @@ class CoordinatorShard:
     def fetch_offsets(self, group_id: str, topics: Optional[list[dict]], require_stable: bool = False) -> dict:
         """``topics``: [{name, partition_indexes}] or None for every committed offset of the group.
 
-        ``require_stable`` matters only with pending transactional offsets, which this coordinator does
-        not hold (TxnOffsetCommit is not served), so every offset here is stable.
+        With ``require_stable`` a partition that has an offset in an open transaction answers
+        UNSTABLE_OFFSET_COMMIT (retriable), so the consumer waits for the transaction to end.
         """
         group_offsets = self.offsets.get(group_id, {})
+
+        def entry(topic: str, index: int, om: Optional[OffsetAndMetadata]) -> dict:
+            if require_stable and self.pending_txn_offsets and self._has_pending_offset(group_id, topic, index):
+                return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
+                        "metadata": "", "error_code": ErrorCode.UNSTABLE_OFFSET_COMMIT}
+            return _offset_partition(index, om)
+
         out = []
         if topics is None:
             for name, partitions in group_offsets.items():
                 out.append({"name": name, "partitions": [
-                    _offset_partition(index, om) for index, om in sorted(partitions.items())]})
+                    entry(name, index, om) for index, om in sorted(partitions.items())]})
         else:
             for t in topics:
                 partitions = group_offsets.get(t["name"], {})
                 out.append({"name": t["name"], "partitions": [
-                    _offset_partition(index, partitions.get(index)) for index in t["partition_indexes"]]})
+                    entry(t["name"], index, partitions.get(index)) for index in t["partition_indexes"]]})
         return {"group_id": group_id, "topics": out, "error_code": ErrorCode.NONE}
 
     def delete_offsets(self, request: dict) -> dict:
@@ -969,6 +1000,103 @@ class CoordinatorShard:
             return None if error is None else {"error_code": error, "topics": []}
 
         return CoordinatorResult(records, response, on_appended=on_appended)
+
+    # == transactional offsets ==================================================================
+
+    def txn_commit_offsets(self, request: dict, api_version: int) -> dict:
+        """TxnOffsetCommit: the offsets stay pending until the producer's transaction ends."""
+        return self._execute(self._txn_commit(request, api_version))
+
+    def _txn_commit(self, request: dict, api_version: int) -> CoordinatorResult:
+        group_id = request["group_id"]
+        generation = request.get("generation_id", -1)
+        member_id = request.get("member_id", "")
+        instance_id = request.get("group_instance_id")
+        topics = request.get("topics") or []
+
+        def all_partitions(code: ErrorCode) -> dict:
+            return {"topics": [{"name": t["name"], "partitions": [
+                {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]}
+                for t in topics]}
+
+        group = self.groups.get(group_id)
+        try:
+            if group is None:
+                if generation >= 0:
+                    raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+                group = self._create_group(group_id)
+            if group.is_in_state(GroupState.DEAD):
+                raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            if not (generation < 0 and group.is_in_state(GroupState.EMPTY)) \
+                    and (generation >= 0 or member_id != "" or instance_id is not None):
+                # Older TxnOffsetCommit versions carry no member: those are accepted in any state.
+                group.validate_member(member_id, instance_id)
+                if generation != group.generation_id:
+                    raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+        except GroupError as exc:
+            return _empty(all_partitions(exc.code))
+
+        now = self._now()
+        records: list[Record] = []
+        response_topics = []
+        for t in topics:
+            parts = []
+            for p in t["partitions"]:
+                metadata = p.get("committed_metadata")
+                if metadata is not None and len(metadata) > self.config.offset_metadata_max_bytes:
+                    parts.append({"partition_index": p["partition_index"],
+                                  "error_code": ErrorCode.OFFSET_METADATA_TOO_LARGE})
+                    continue
+                parts.append({"partition_index": p["partition_index"], "error_code": ErrorCode.NONE})
+                records.append((OffsetCommitKey(group_id, t["name"], p["partition_index"]), OffsetCommitValue(
+                    offset=p["committed_offset"], leader_epoch=p.get("committed_leader_epoch", -1),
+                    metadata=metadata or "", commit_timestamp=now)))
+            response_topics.append({"name": t["name"], "partitions": parts})
+        response = {"topics": response_topics}
+
+        def on_appended(error: Optional[ErrorCode]) -> Optional[dict]:
+            if error is None:
+                return None
+            for t in response_topics:
+                for p in t["partitions"]:
+                    if p["error_code"] == ErrorCode.NONE:
+                        p["error_code"] = error
+            return response
+
+        return CoordinatorResult(records, response, on_appended=on_appended,
+                                 producer_id=request["producer_id"], producer_epoch=request["producer_epoch"])
+
+    def has_pending_transaction(self, producer_id: int) -> bool:
+        return producer_id in self.pending_txn_offsets
+
+    def complete_transaction(self, producer_id: int, producer_epoch: int, commit: bool,
+                             coordinator_epoch: int = 0) -> None:
+        """Write the producer's COMMIT/ABORT marker to this partition and apply it (the transaction
+        coordinator calls this, as Kafka's WriteTxnMarkers does for __consumer_offsets partitions)."""
+        batch = build_control_batch(commit, producer_id, producer_epoch, coordinator_epoch, self._now())
+        self.log.append(batch)
+        self.replay_end_transaction(producer_id, commit)
+
+    def replay_end_transaction(self, producer_id: int, commit: bool) -> None:
+        pending = self.pending_txn_offsets.pop(producer_id, None)
+        if not pending or not commit:
+            return
+        for group_id, topics in pending.items():
+            if group_id not in self.groups:
+                self._create_group(group_id)
+            for topic, partitions in topics.items():
+                for index, om in partitions.items():
+                    current = self.offsets.get(group_id, {}).get(topic, {}).get(index)
+                    # A plain commit written after the transactional one wins.
+                    if current is None or current.record_offset < om.record_offset:
+                        self.offsets.setdefault(group_id, {}).setdefault(topic, {})[index] = om
+
+    def _has_pending_offset(self, group_id: str, topic: str, partition: int) -> bool:
+        return any(partition in by_group.get(group_id, {}).get(topic, {})
+                   for by_group in self.pending_txn_offsets.values())
+
+    def _has_open_transaction(self, group_id: str) -> bool:
+        return any(group_id in by_group for by_group in self.pending_txn_offsets.values())
 
     # == admin: describe, list, delete ===========================================================
 
@@ -1041,7 +1169,7 @@ class CoordinatorShard:
         """Append tombstones for expired offsets; True when the group has no offsets left."""
         group_offsets = self.offsets.get(group_id)
         if not group_offsets:
-            return True
+            return not self._has_open_transaction(group_id)
         group = self.groups[group_id]
         base = group.offset_expiration_base()
         if base is None:
@@ -1056,11 +1184,11 @@ class CoordinatorShard:
             for index, om in partitions.items():
                 expired = (now >= om.expire_timestamp if om.expire_timestamp >= 0
                            else now - base(om) >= retention)
-                if expired:
+                if expired and not self._has_pending_offset(group_id, topic, index):
                     records.append((OffsetCommitKey(group_id, topic, index), None))
                 else:
                     all_expired = False
-        return all_expired
+        return all_expired and not self._has_open_transaction(group_id)
 
     # == records =================================================================================
 

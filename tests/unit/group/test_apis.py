@@ -50,7 +50,7 @@ class FakeBroker:
 
 HANDLERS = {10: "find_coordinator", 11: "join_group", 12: "heartbeat", 13: "leave_group", 14: "sync_group",
             8: "offset_commit", 9: "offset_fetch", 15: "describe_groups", 16: "list_groups",
-            42: "delete_groups", 47: "offset_delete"}
+            42: "delete_groups", 47: "offset_delete", 28: "txn_offset_commit"}
 
 
 @pytest.fixture
@@ -212,3 +212,31 @@ async def test_parked_join_does_not_block_the_loop(broker):
     assert rejoin["generation_id"] == 2
     done = await asyncio.wait_for(parked, 1)
     assert done["generation_id"] == 2 and done["leader"] == a
+
+
+def test_txn_offset_commit_registered_only_with_a_transaction_coordinator():
+    from protocol.apis import ApiRegistry
+
+    without = ApiRegistry()
+    apis.register(without, types.SimpleNamespace(txn_coordinator=None, group_coordinator=None))
+    assert without.version_range(apis.TXN_OFFSET_COMMIT) is None
+    assert without.version_range(apis.JOIN_GROUP) == (0, 9)
+    with_txn = ApiRegistry()
+    apis.register(with_txn, types.SimpleNamespace(txn_coordinator=object(), group_coordinator=None))
+    assert with_txn.version_range(apis.TXN_OFFSET_COMMIT) == (0, 4)
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+async def test_txn_offset_commit_every_version(broker, version):
+    r = await broker.call(28, version, {
+        "transactional_id": "tx", "group_id": "tg", "producer_id": 11, "producer_epoch": 0, "generation_id": -1,
+        "member_id": "", "group_instance_id": None, "topics": [{"name": "t", "partitions": [
+            {"partition_index": 0, "committed_offset": 4, "committed_leader_epoch": -1, "committed_metadata": "x"}]}]})
+    assert r["topics"][0]["partitions"][0]["error_code"] == 0
+    f = await broker.call(9, 7, {"group_id": "tg", "require_stable": True,
+                                 "topics": [{"name": "t", "partition_indexes": [0]}]})
+    assert f["topics"][0]["partitions"][0]["error_code"] == E.UNSTABLE_OFFSET_COMMIT
+    assert broker.group_coordinator.complete_transaction(11, 0, commit=True)
+    f = await broker.call(9, 7, {"group_id": "tg", "require_stable": True,
+                                 "topics": [{"name": "t", "partition_indexes": [0]}]})
+    assert f["topics"][0]["partitions"][0]["committed_offset"] == 4

@@ -2,7 +2,7 @@
 
 from broker.group.records import GroupMetadataKey, OffsetCommitKey, decode_key
 from protocol.errors import KafkaError
-from protocol.records import iter_records
+from protocol.records import iter_records, read_header
 
 from group_harness import E, Harness, S, coordinator, subscription
 
@@ -253,3 +253,100 @@ def test_cleanup_removes_empty_groups_without_offsets_but_spares_pending_joins()
     box = h.join("pending", pending, session=2 * MINUTE)
     h.timer.advance(0)
     assert box.value["error_code"] == E.NONE
+
+
+def txn_commit(h, group, offsets, producer_id, *, member_id="", generation=-1, epoch=0):
+    topics: dict[str, list] = {}
+    for (topic, partition), offset in offsets.items():
+        topics.setdefault(topic, []).append({"partition_index": partition, "committed_offset": offset,
+                                             "committed_leader_epoch": -1, "committed_metadata": "txn"})
+    return h.shard.txn_commit_offsets({
+        "transactional_id": "tx", "group_id": group, "producer_id": producer_id, "producer_epoch": epoch,
+        "generation_id": generation, "member_id": member_id, "group_instance_id": None,
+        "topics": [{"name": t, "partitions": p} for t, p in topics.items()]}, 3)
+
+
+def fetch_stable(h, group, topic, partition):
+    r = h.shard.fetch_offsets(group, [{"name": topic, "partition_indexes": [partition]}], require_stable=True)
+    p = r["topics"][0]["partitions"][0]
+    return p["error_code"], p["committed_offset"]
+
+
+def test_transactional_offsets_are_pending_until_commit_marker():
+    h = Harness()
+    h.commit("g", {("t", 0): 3})
+    r = txn_commit(h, "g", {("t", 0): 10, ("t", 1): 11}, producer_id=77)
+    assert [p["error_code"] for p in r["topics"][0]["partitions"]] == [E.NONE, E.NONE]
+    assert h.committed("g", "t", 0) == (3, "")  # not visible yet
+    assert fetch_stable(h, "g", "t", 0) == (E.UNSTABLE_OFFSET_COMMIT, -1)
+    assert fetch_stable(h, "g", "t", 5) == (E.NONE, -1)
+    header = read_header(h.log.batches[-1])
+    assert header.is_transactional and header.producer_id == 77
+    h.shard.complete_transaction(77, 0, commit=True)
+    assert read_header(h.log.batches[-1]).is_control
+    assert h.committed("g", "t", 0) == (10, "txn") and h.committed("g", "t", 1) == (11, "txn")
+    assert fetch_stable(h, "g", "t", 0) == (E.NONE, 10)
+
+
+def test_aborted_transactional_offsets_vanish_and_state_survives_reload():
+    h = Harness()
+    txn_commit(h, "g", {("t", 0): 10}, producer_id=5)
+    h.shard.complete_transaction(5, 0, commit=False)
+    assert h.committed("g", "t", 0) == (-1, "")
+    txn_commit(h, "g", {("t", 0): 20}, producer_id=6)  # still open at "restart"
+    txn_commit(h, "g", {("t", 1): 30}, producer_id=7)
+    h.shard.complete_transaction(7, 0, commit=True)
+    h2 = h.restart()
+    assert h2.committed("g", "t", 0) == (-1, "") and h2.committed("g", "t", 1) == (30, "txn")
+    assert h2.shard.has_pending_transaction(6) and not h2.shard.has_pending_transaction(5)
+    h2.shard.complete_transaction(6, 0, commit=True)
+    assert h2.committed("g", "t", 0) == (20, "txn")
+
+
+def test_plain_commit_after_transactional_one_wins():
+    h = Harness()
+    txn_commit(h, "g", {("t", 0): 10}, producer_id=9)
+    h.commit("g", {("t", 0): 15})
+    h.shard.complete_transaction(9, 0, commit=True)
+    assert h.committed("g", "t", 0) == (15, "")
+
+
+def test_transactional_commit_member_checks():
+    h = Harness()
+    ids = h.stable_group(1)
+    bad = txn_commit(h, "g", {("t", 0): 1}, producer_id=1, member_id=ids[0], generation=7)
+    assert bad["topics"][0]["partitions"][0]["error_code"] == E.ILLEGAL_GENERATION
+    ok = txn_commit(h, "g", {("t", 0): 1}, producer_id=1, member_id=ids[0], generation=1)
+    assert ok["topics"][0]["partitions"][0]["error_code"] == E.NONE
+    # Without member information (TxnOffsetCommit v0-2) the commit is accepted in any state.
+    assert txn_commit(h, "g", {("t", 1): 1}, producer_id=2)["topics"][0]["partitions"][0]["error_code"] == E.NONE
+    assert txn_commit(h, "x", {("t", 0): 1}, producer_id=3, generation=4)["topics"][0]["partitions"][0][
+        "error_code"] == E.ILLEGAL_GENERATION
+
+
+def test_open_transaction_keeps_offsets_and_group_from_expiring():
+    h = Harness(offsets_retention_ms=10 * MINUTE, offsets_retention_check_interval_ms=MINUTE)
+    h.commit("s", {("t", 0): 1})
+    txn_commit(h, "s", {("t", 0): 2}, producer_id=4)
+    h.timer.advance(30 * MINUTE)
+    assert h.committed("s", "t", 0) == (1, "") and "s" in h.shard.groups
+    h.shard.complete_transaction(4, 0, commit=False)
+    h.timer.advance(MINUTE)
+    assert h.committed("s", "t", 0) == (-1, "") and "s" not in h.shard.groups
+
+
+def test_coordinator_completes_transactions_in_every_shard_that_holds_them():
+    coord, timer = coordinator(num_partitions=5)
+    coord.load()
+    groups = ["a", "b", "c", "d", "e", "f"]
+    for g in groups:
+        coord.shard_for(g).txn_commit_offsets({
+            "transactional_id": "tx", "group_id": g, "producer_id": 42, "producer_epoch": 1, "generation_id": -1,
+            "member_id": "", "group_instance_id": None, "topics": [{"name": "t", "partitions": [
+                {"partition_index": 0, "committed_offset": 8, "committed_leader_epoch": -1,
+                 "committed_metadata": None}]}]}, 3)
+    touched = coord.complete_transaction(42, 1, commit=True)
+    assert sorted(touched) == sorted({coord.partition_for(g) for g in groups})
+    for g in groups:
+        r = coord.shard_for(g).fetch_offsets(g, [{"name": "t", "partition_indexes": [0]}], True)
+        assert r["topics"][0]["partitions"][0]["committed_offset"] == 8
