@@ -612,18 +612,22 @@ class PartitionLog:
         for i, base in enumerate(ordered):
             seg = Segment(directory, base)
             next_base = ordered[i + 1] if i + 1 < len(ordered) else None
-            if cp is not None and (cp.clean_shutdown or (next_base is not None and next_base <= cp.recovery_point)):
-                cut = seg.load_trusted(next_base, interval)
+            before = os.path.getsize(seg.log_path)
+            if segments and base < segments[-1].next_offset:
+                # Offsets overlapping the previous segment: nothing from here on is in order.
+                cut, later_from = True, i
             else:
-                # Without a checkpoint we cannot tell which closed segments the cleaner rewrote
-                # (they may have offset gaps), so only the last one must be gap-free.
-                strict = cp is not None or next_base is None
-                before = os.path.getsize(seg.log_path)
-                cut = seg.recover(interval, strict)
+                if cp is not None and (cp.clean_shutdown or (next_base is not None and next_base <= cp.recovery_point)):
+                    cut = seg.load_trusted(next_base, interval)
+                else:
+                    # Without a checkpoint we cannot tell which closed segments the cleaner
+                    # rewrote (they may have offset gaps), so only the last must be gap-free.
+                    cut = seg.recover(interval, strict=cp is not None or next_base is None)
                 self.recovered_bytes_cut += before - seg.size
-            segments.append(seg)
+                segments.append(seg)
+                later_from = i + 1
             if cut:
-                for later in ordered[i + 1:]:
+                for later in ordered[later_from:]:
                     doomed = Segment(directory, later)
                     self.recovered_bytes_cut += os.path.getsize(doomed.log_path)
                     doomed.delete_files()

@@ -247,3 +247,19 @@ def test_torn_tail_after_a_clean_shutdown_is_still_cut(tmp_path, clock, cut_back
     assert log2.log_end_offset == last.base_offset
     assert [r.offset for r in read_all(log2)] == list(range(last.base_offset))
     check_indexes(log2)
+
+
+def test_a_segment_overlapping_its_predecessor_is_dropped_with_everything_after(tmp_path, clock):
+    log = PartitionLog(str(tmp_path / "p"), CONFIG, now_ms=clock)
+    for i in range(30):
+        log.append(batch(2, ts=T0 + i))
+    bases = [s.base_offset for s in log.segments]
+    log.close()
+    d = tmp_path / "p"
+    # pretend segment 2 starts one offset early (a file renamed by hand, a bad copy ...)
+    os.rename(d / f"{bases[2]:020d}.log", d / f"{bases[2] - 1:020d}.log")
+    os.unlink(d / CHECKPOINT)
+    log2 = PartitionLog(str(d), CONFIG, now_ms=clock)
+    assert [s.base_offset for s in log2.segments] == bases[:2]
+    assert log2.log_end_offset == bases[2]
+    assert [r.offset for r in read_all(log2)] == list(range(bases[2]))
