@@ -28,7 +28,8 @@ What the broker uses
     ``append(batch) -> AppendInfo(base_offset, last_offset, max_timestamp, log_append_time)``:
     one whole v2 batch (bytearray or writable memoryview, patched in place; other buffers are
     copied).  Checks header, record count vs last offset delta and CRC (CorruptRecordError), size
-    vs max.message.bytes (KafkaError MESSAGE_TOO_LARGE); assigns offsets; with LogAppendTime sets
+    vs max.message.bytes (KafkaError MESSAGE_SIZE_TOO_LARGE), keys on compacted topics (KafkaError
+    INVALID_RECORD, records decoded only there); assigns offsets; with LogAppendTime sets
     max timestamp and attribute bit 3 and recomputes the CRC (log_append_time is -1 otherwise).
     ``append_batches(buf)``: the same for a concatenation of batches.
 

@@ -149,6 +149,8 @@ class PartitionLog:
             raise CorruptRecordError("record count does not match the last offset delta")
         if _crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]) != h.crc:
             raise CorruptRecordError("record batch CRC mismatch")
+        if config.compact and not h.is_control:
+            _require_keys(buf)
         if self._closed:
             self._check_open()
         # From here on this is _append() for a single batch, written out: it is the produce path.
@@ -214,6 +216,8 @@ class PartitionLog:
                 raise CorruptRecordError("record count does not match the last offset delta")
             if compute_crc(buf, pos, h.size) != h.crc:
                 raise CorruptRecordError("record batch CRC mismatch")
+            if config.compact and not h.is_control:
+                _require_keys(memoryview(buf)[pos:pos + h.size])
         now = self._now()
         span = sum(h.last_offset_delta + 1 for _, h in batches)
         self._roll_if_needed(len(buf), span, now)
@@ -691,6 +695,13 @@ def _roll_base_for_loaded(seg: Segment, now: int) -> int:
     if seg.first_batch_timestamp is not None and seg.first_batch_timestamp >= 0:
         return min(seg.first_batch_timestamp, seg.created_ms)
     return seg.created_ms
+
+
+def _require_keys(batch) -> None:
+    """Kafka refuses keyless records on compacted topics: compaction could never remove them."""
+    for record in iter_records(batch):
+        if record.key is None:
+            raise KafkaError(ErrorCode.INVALID_RECORD, "Compacted topic cannot accept message without key.")
 
 
 def _writable(batch):

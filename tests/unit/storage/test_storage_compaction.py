@@ -228,3 +228,19 @@ def test_crash_after_the_swap_rebuilds_the_missing_indexes(tmp_path, clock, monk
         latest[r.key] = r.value
     log2.compact()
     assert {r.key: r.value for r in read_all(log2)} == latest
+
+
+def test_compacted_topics_refuse_records_without_key(tmp_path, clock):
+    import pytest
+
+    from protocol.errors import ErrorCode, KafkaError
+
+    log = open_log(tmp_path / "p", clock)
+    with pytest.raises(KafkaError) as exc:
+        log.append(batch(2, keys=[b"a", None], values=[b"1", b"2"]))
+    assert exc.value.code == ErrorCode.INVALID_RECORD
+    with pytest.raises(KafkaError):
+        log.append_batches(batch(1, keys=[b"a"], values=[b"1"]) + batch(1, keys=[None], values=[b"2"]))
+    assert log.log_end_offset == 0
+    log.append(batch(1, keys=[b"a"], values=[None]))  # a tombstone has a key
+    assert log.log_end_offset == 1
