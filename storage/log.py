@@ -37,6 +37,8 @@ from crc32c import crc32c as _crc32c
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import (
     ATTRIBUTES_OFFSET,
+    BATCH_HEADER_SIZE,
+    CONTROL_BIT,
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_BIT,
     BatchHeader,
@@ -54,6 +56,7 @@ from .config import LogConfig
 from .segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, Segment
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
+_HEADER = struct.Struct(">qiibIhiqqqhii")  # the v2 batch header, as protocol/records.py lays it out
 _INT16 = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
 _MAX_RELATIVE_OFFSET = 2147483647
@@ -137,25 +140,32 @@ class PartitionLog:
         and KafkaError(MESSAGE_TOO_LARGE) above ``max.message.bytes``.
         """
         buf = batch if type(batch) is bytearray else _writable(batch)
-        h = read_header(buf, 0)
-        size = h.batch_length + LOG_OVERHEAD
+        if len(buf) < BATCH_HEADER_SIZE:
+            raise CorruptRecordError("record batch shorter than its 61-byte header")
+        # The header fields this path needs, unpacked without building a BatchHeader (this is
+        # the produce path; read_header's checks are repeated inline).
+        (_, batch_length, _, magic, crc, attributes, last_offset_delta, _, max_timestamp,
+         _, _, _, record_count) = _HEADER.unpack_from(buf, 0)
+        if magic != 2:
+            raise CorruptRecordError(f"unsupported record batch magic {magic}")
+        size = batch_length + LOG_OVERHEAD
         if size != len(buf):
             raise CorruptRecordError("append takes exactly one whole record batch")
         config = self.config
         if size > config.max_message_bytes:
             raise KafkaError(ErrorCode.MESSAGE_SIZE_TOO_LARGE,
                              f"record batch of {size} bytes exceeds max.message.bytes")
-        if h.record_count != h.last_offset_delta + 1:
+        if last_offset_delta < 0 or record_count != last_offset_delta + 1:
             raise CorruptRecordError("record count does not match the last offset delta")
-        if _crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]) != h.crc:
+        if _crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]) != crc:
             raise CorruptRecordError("record batch CRC mismatch")
-        if config.compact and not h.is_control:
+        if config.compact and not attributes & CONTROL_BIT:
             _require_keys(buf)
         if self._closed:
             self._check_open()
         # From here on this is _append() for a single batch, written out: it is the produce path.
         now = self._now()
-        span = h.last_offset_delta + 1
+        span = record_count
         seg = self.segments[-1]
         if seg.size and (seg.size + size > config.segment_bytes or now - seg.created_ms > config.segment_ms
                          or len(seg.index) >= self._max_index_entries
@@ -163,7 +173,7 @@ class PartitionLog:
             seg = self.roll()
         offset = seg.next_offset
         _INT64.pack_into(buf, 0, offset)
-        ts = h.max_timestamp
+        ts = max_timestamp
         log_append = config.log_append_time
         if log_append:
             ts = self._stamp_log_append_time(buf, 0, now)
