@@ -53,7 +53,7 @@ from protocol.records import (
 from . import fs
 from .checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from .config import LogConfig
-from .segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, Segment
+from .segment import CLEANED_SUFFIX, Segment
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 _HEADER = struct.Struct(">qiibIhiqqqhii")  # the v2 batch header, as protocol/records.py lays it out

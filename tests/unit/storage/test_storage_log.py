@@ -9,7 +9,7 @@ import pytest
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import COMPRESSION_GZIP, COMPRESSION_LZ4, iter_batches, read_header
 from storage import LogConfig, PartitionLog
-from storagetest import FakeClock, batch, read_all, records_from
+from storagetest import batch, read_all, records_from
 
 T0 = 1_700_000_000_000
 
