@@ -106,7 +106,10 @@ class Consumer:
         c = KafkaConsumer(self.topic, bootstrap_servers=self.bootstrap, group_id=self.group,
                           auto_offset_reset="earliest", enable_auto_commit=False,
                           session_timeout_ms=self.session_ms, heartbeat_interval_ms=self.heartbeat_ms,
-                          max_poll_interval_ms=self.max_poll_ms, client_id=self.name)
+                          max_poll_interval_ms=self.max_poll_ms, client_id=self.name,
+                          # A leader that assigned before its first topic metadata arrived rejoins when the
+                          # metadata changes; refresh often so that never waits for the 5-minute default.
+                          metadata_max_age_ms=1000)
         self._ready.set()
         try:
             while not self._stop.is_set():
@@ -164,7 +167,8 @@ class Consumer:
         c = AIOKafkaConsumer(self.topic, bootstrap_servers=self.bootstrap, group_id=self.group,
                              auto_offset_reset="earliest", enable_auto_commit=False,
                              session_timeout_ms=self.session_ms, heartbeat_interval_ms=self.heartbeat_ms,
-                             max_poll_interval_ms=self.max_poll_ms, client_id=self.name)
+                             max_poll_interval_ms=self.max_poll_ms, client_id=self.name,
+                             metadata_max_age_ms=1000)
         await c.start()
         self._ready.set()
         try:
