@@ -24,7 +24,7 @@ import os
 import sys
 from pathlib import Path
 
-from .options import FORMAT_NAME
+from pipeline.options import FORMAT_NAME
 
 EVENT_SCHEMA = "key STRING, value DOUBLE, ts LONG"
 
@@ -107,7 +107,7 @@ def build_query(spark, args: argparse.Namespace):
     from pyspark.sql import functions as F
 
     if args.format == FORMAT_NAME:
-        from .source import register
+        from pipeline.source import register
 
         register(spark)
     kafka = _kafka_options(args)

@@ -179,6 +179,9 @@ def _arrow_schema(schema: StructType):
 def _read(opts: SourceOptions, schema: StructType, partition: InputPartition) -> Iterator:
     from .client import read_range
 
+    if not isinstance(partition, KafkaPartition):
+        # Spark substitutes one InputPartition(None) when a batch plans no ranges at all.
+        return iter(())
     return read_range(opts, partition.range, _arrow_schema(schema))
 
 
@@ -349,6 +352,18 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
 
 
 def register(spark) -> str:
-    """Register the source with ``spark`` and return its format name."""
+    """Register the source with ``spark`` and return its format name.
+
+    Spark's Python workers unpickle the source by module name. When this package was shipped
+    as a zip (``spark-submit --py-files pipeline.zip``) the zip is also added with
+    ``addPyFile``: the driver-side planner workers of Python data sources do not see
+    ``--py-files`` in Spark 4 and would fail with ``No module named 'pipeline'``.
+    """
+    import zipfile
+    from pathlib import Path
+
+    container = Path(__file__).resolve().parent.parent
+    if container.is_file() and zipfile.is_zipfile(container):
+        spark.sparkContext.addPyFile(str(container))
     spark.dataSource.register(KafkaDataSource)
     return FORMAT_NAME

@@ -82,6 +82,12 @@ def test_a_partition_whose_last_batch_holds_many_records_is_read_to_its_end(
     assert df.select("value").distinct().count() == 6000
 
 
+def test_an_empty_or_missing_topic_reads_as_no_rows(spark, kafka):
+    empty = kafka.topic("empty", partitions=2)
+    assert read(spark, kafka.bootstrap, subscribe=empty).count() == 0
+    assert read(spark, kafka.bootstrap, subscribe=empty + "-absent").collect() == []
+
+
 def test_min_partitions_splits_ranges_without_losing_or_repeating_records(
         spark, kafka, big_batches):
     df = read(spark, kafka.bootstrap, subscribe=big_batches, minPartitions="7")
