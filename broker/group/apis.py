@@ -272,19 +272,19 @@ async def offset_delete(ctx, body: dict) -> dict:
     if shard is None:
         return {"error_code": error, "throttle_time_ms": 0, "topics": []}
     topics = body.get("topics") or []
-    known = [t for t in topics if ctx.broker.controller.topic(t["name"]) is not None]
+    known = []
+    for t in topics:
+        partitions = [p for p in t["partitions"] if _partition_exists(ctx, t["name"], p["partition_index"])]
+        if partitions:
+            known.append({"name": t["name"], "partitions": partitions})
     response = shard.delete_offsets({"group_id": group_id, "topics": known})
     if response["error_code"] != ErrorCode.NONE:
         return {"error_code": response["error_code"], "throttle_time_ms": 0, "topics": []}
-    by_name = {t["name"]: t for t in response["topics"]}
-    out_topics = []
-    for t in topics:
-        if t["name"] in by_name:
-            out_topics.append(by_name[t["name"]])
-        else:
-            out_topics.append({"name": t["name"], "partitions": [
-                {"partition_index": p["partition_index"], "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
-                for p in t["partitions"]]})
+    errors = {(t["name"], p["partition_index"]): p["error_code"] for t in response["topics"] for p in t["partitions"]}
+    out_topics = [{"name": t["name"], "partitions": [
+        {"partition_index": p["partition_index"],
+         "error_code": errors.get((t["name"], p["partition_index"]), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)}
+        for p in t["partitions"]]} for t in topics]
     return {"error_code": ErrorCode.NONE, "throttle_time_ms": 0, "topics": out_topics}
 
 

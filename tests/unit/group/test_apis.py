@@ -185,10 +185,14 @@ async def test_offset_delete(broker):
                              "group_instance_id": None, "topics": [{"name": "t", "partitions": [
                                  {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1,
                                   "committed_metadata": ""}]}]})
-    r = await broker.call(47, 0, {"group_id": "s", "topics": [{"name": "t", "partitions": [{"partition_index": 0}]},
-                                                              {"name": "ghost", "partitions": [{"partition_index": 0}]}]})
+    r = await broker.call(47, 0, {"group_id": "s", "topics": [
+        {"name": "t", "partitions": [{"partition_index": 0}, {"partition_index": 99}]},
+        {"name": "ghost", "partitions": [{"partition_index": 0}]}]})
     assert r["error_code"] == 0
-    assert [[p["error_code"] for p in t["partitions"]] for t in r["topics"]] == [[0], [E.UNKNOWN_TOPIC_OR_PARTITION]]
+    assert [[p["error_code"] for p in t["partitions"]] for t in r["topics"]] == [
+        [0, E.UNKNOWN_TOPIC_OR_PARTITION], [E.UNKNOWN_TOPIC_OR_PARTITION]]
+    f = await broker.call(9, 7, {"group_id": "s", "require_stable": False, "topics": None})
+    assert f["topics"] == []
     r = await broker.call(47, 0, {"group_id": "nope", "topics": []})
     assert r["error_code"] == E.GROUP_ID_NOT_FOUND
 
