@@ -132,3 +132,25 @@ def test_other_record_types_are_skipped_and_garbage_rejected():
     with pytest.raises(CorruptRecordError):
         decode_offset_commit_value(struct.pack(">hq", 3, 1))  # truncated
     assert encode_value(None) is None
+
+
+async def test_asyncio_timer_replaces_cancels_and_reports_errors():
+    import asyncio
+
+    from broker.group.timer import AsyncioTimer
+
+    errors = []
+    timer = AsyncioTimer(asyncio.get_running_loop(), on_error=errors.append)
+    fired = []
+    timer.schedule("a", 50, lambda: fired.append("a-old"))
+    timer.schedule("a", 1, lambda: fired.append("a"))  # replaces the first
+    timer.schedule("b", 1, lambda: fired.append("b"))
+    timer.cancel("b")
+    timer.schedule("c", 0, lambda: 1 / 0)
+    assert timer.is_scheduled("a") and not timer.is_scheduled("b")
+    await asyncio.sleep(0.08)
+    assert fired == ["a"] and not timer.is_scheduled("a")
+    assert len(errors) == 1 and isinstance(errors[0], ZeroDivisionError)
+    timer.schedule("d", 1000, lambda: fired.append("d"))
+    timer.cancel_all()
+    assert not timer.is_scheduled("d")
