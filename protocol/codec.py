@@ -1050,10 +1050,6 @@ def decode_response(api_key: int, api_version: int, frame) -> tuple[int, dict]:
 _FAST_ENCODERS: dict[tuple[int, int], Callable[[int, dict], list]] = {}
 
 
-def _install_fast_paths() -> None:
-    from . import fast  # imports this module; every name it needs is defined above
-
-    fast.install()
-
-
-_install_fast_paths()
+# protocol.fast registers itself in _FAST_ENCODERS when imported, whichever module is imported
+# first (it imports this one, and this import returns the half-built module in that case).
+from . import fast as _fast  # noqa: E402,F401

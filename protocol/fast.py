@@ -264,18 +264,20 @@ def _metadata(version: int, correlation_id: int, body: dict) -> list:
             out += _uvb(n)
         for p in parts:
             ec, idx, leader, epoch, r, i, o = fields(p)
+            # The common shapes inline (a single node: 1 replica; a classic cluster: 3), the
+            # others through a generated packer.
+            if not o:
+                nr = len(r)
+                if nr == 1 and len(i) == 1:
+                    out += single(ec, idx, leader, epoch, 2, r[0], 2, i[0], 1)
+                    continue
+                if nr == 3 and len(i) == 3:
+                    out += triple(ec, idx, leader, epoch, 4, r[0], r[1], r[2], 4, i[0], i[1], i[2], 1)
+                    continue
+                o = ()
             nr = len(r)
             ni = len(i)
             no = len(o)
-            # The common shapes inline (a single node: 1 replica; a classic cluster: 3), the
-            # others through a generated packer.
-            if not no and nr == ni:
-                if nr == 1:
-                    out += single(ec, idx, leader, epoch, 2, r[0], 2, i[0], 1)
-                    continue
-                if nr == 3:
-                    out += triple(ec, idx, leader, epoch, 4, r[0], r[1], r[2], 4, i[0], i[1], i[2], 1)
-                    continue
             pack = packers.get((nr << 16) | (ni << 8) | no)
             if pack is None:
                 pack = _packer(nr, ni, no)
@@ -312,3 +314,6 @@ FAST.update({(3, v): _metadata for v in (9, 10, 11, 12)})
 def install() -> None:
     for (api_key, version), fn in FAST.items():
         codec._FAST_ENCODERS[(api_key, version)] = _with_fallback(api_key, version, fn)
+
+
+install()

@@ -119,7 +119,8 @@ def test_metadata_fast_path_matches_generic(version):
 
 
 @pytest.mark.parametrize("shape", [([1], [1], []), ([1, 2, 3], [3, 1, 2], []), ([1, 2], [2, 1], []),
-                                   ([1, 2, 3], [1], [2, 3]), ([], [], []), (list(range(40)), list(range(30)), [7])])
+                                   ([1, 2, 3], [1], [2, 3]), ([], [], []), (list(range(40)), list(range(30)), [7]),
+                                   ([1], [1], None), ([1, 2], [1], None)])
 def test_metadata_partition_shapes(shape):
     replicas, isr, offline = shape
     body = metadata_body(random.Random(7), 12)
@@ -170,3 +171,13 @@ def test_incomplete_or_unusual_bodies_fall_back_to_generic(api_key, version):
 def test_fast_path_errors_are_the_generic_ones():
     with pytest.raises(ValueError, match="api 3 v12"):
         codec.encode_response(3, 12, 1, {"topics": [{"partitions": [{"leader_id": "x"}]}]})
+
+
+@pytest.mark.parametrize("first", ["protocol.fast", "protocol.codec", "protocol.apis"])
+def test_fast_paths_install_whatever_is_imported_first(first):
+    import subprocess
+    import sys
+
+    code = f"import {first}\nfrom protocol import codec\nprint(sorted(codec._FAST_ENCODERS))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[(1, 11), (1, 12), (3, 9), (3, 10), (3, 11), (3, 12)]"
