@@ -91,6 +91,17 @@ def _trunc():
 
 
 def _uv(buf, pos):
+    """Unsigned varint, unrolled up to three bytes (lengths below 2 MiB); IndexError on
+    truncation becomes ProtocolError at the decode boundary."""
+    b = buf[pos]
+    if b < 0x80:
+        return b, pos + 1
+    c = buf[pos + 1]
+    if c < 0x80:
+        return (b & 0x7F) | (c << 7), pos + 2
+    d = buf[pos + 2]
+    if d < 0x80:
+        return (b & 0x7F) | ((c & 0x7F) << 7) | (d << 14), pos + 3
     return read_uvarint(buf, pos)
 
 
@@ -121,7 +132,7 @@ def _rcs(buf, pos, n):
     if ln < 128:
         pos += 1
     else:
-        ln, pos = read_uvarint(buf, pos)
+        ln, pos = _uv(buf, pos)
     if ln == 0:
         raise ProtocolError("null string in a non-nullable field")
     end = pos + ln - 1
@@ -135,7 +146,7 @@ def _rncs(buf, pos, n):
     if ln < 128:
         pos += 1
     else:
-        ln, pos = read_uvarint(buf, pos)
+        ln, pos = _uv(buf, pos)
     if ln == 0:
         return None, pos
     end = pos + ln - 1
@@ -167,7 +178,7 @@ def _rnb(buf, pos, n):
 
 
 def _rcb(buf, pos, n):
-    ln, pos = read_uvarint(buf, pos)
+    ln, pos = _uv(buf, pos)
     if ln == 0:
         raise ProtocolError("null bytes in a non-nullable field")
     end = pos + ln - 1
@@ -177,7 +188,7 @@ def _rcb(buf, pos, n):
 
 
 def _rncb(buf, pos, n):
-    ln, pos = read_uvarint(buf, pos)
+    ln, pos = _uv(buf, pos)
     if ln == 0:
         return None, pos
     end = pos + ln - 1
@@ -200,7 +211,7 @@ def _rr(mv, pos, n, nullable):
 
 
 def _rcr(mv, pos, n, nullable):
-    ln, pos = read_uvarint(mv, pos)
+    ln, pos = _uv(mv, pos)
     if ln == 0:
         if nullable:
             return None, pos
