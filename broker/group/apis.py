@@ -29,7 +29,9 @@ it never blocks the event loop or other connections; the connection keeps respon
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import Optional
 
 from protocol.errors import ErrorCode
@@ -76,7 +78,7 @@ async def find_coordinator(ctx, body: dict) -> dict:
     results = []
     for key in keys:
         if key_type == 0:
-            coord = _coordinator(ctx)
+            coord = ensure_coordinator(ctx.broker)
             error = ErrorCode.NONE if coord is not None and coord.active else ErrorCode.COORDINATOR_NOT_AVAILABLE
         elif key_type == 1:
             error = (ErrorCode.NONE if getattr(ctx.broker, "txn_coordinator", None) is not None
@@ -308,7 +310,10 @@ async def describe_groups(ctx, body: dict) -> dict:
 
 async def list_groups(ctx, body: dict) -> dict:
     coord = _coordinator(ctx)
-    if coord is None or not coord.active:
+    if coord is None:
+        # No __consumer_offsets yet: there are no groups, which is not an error.
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": []}
+    if not coord.active:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "groups": []}
     states = body.get("states_filter") or []
     types = body.get("types_filter") or []
@@ -379,22 +384,62 @@ def register(registry, broker) -> None:
 
 
 async def start(broker) -> None:
+    """Serve groups as soon as the broker is up; load shards in the background.
+
+    As in Kafka, ``__consumer_offsets`` is created by the first FindCoordinator for a group, not
+    at boot, and an existing one is loaded shard by shard while the broker already answers
+    (COORDINATOR_LOAD_IN_PROGRESS for a shard still loading, which clients retry).  Start-up time
+    therefore does not grow with the number of partitions or of stored commits.
+    """
+    info = broker.controller.topic(OFFSETS_TOPIC)
+    if info is None:
+        return
+    coordinator = _activate(broker, info)
+    broker.group_loader = broker.loop.create_task(_load_in_background(coordinator))
+
+
+def _activate(broker, info) -> GroupCoordinator:
+    timer = AsyncioTimer(broker.loop, on_error=lambda exc: log.error("group timer failed", exc_info=exc))
+    coordinator = GroupCoordinator(info.num_partitions, lambda p: PartitionLogAdapter(broker, p), timer,
+                                   broker, GroupConfig.from_broker_config(broker.config))
+    coordinator.active = True
+    broker.group_coordinator = coordinator
+    return coordinator
+
+
+async def _load_in_background(coordinator: GroupCoordinator) -> None:
+    started = time.monotonic()
+    for shard in coordinator.shards:
+        if not coordinator.active:
+            return
+        shard.load()
+        await asyncio.sleep(0)  # let requests for already-loaded shards through between shards
+    log.info("group coordinator loaded %d __consumer_offsets partitions (%d groups) in %.0f ms",
+             coordinator.num_partitions, sum(len(s.groups) for s in coordinator.shards),
+             (time.monotonic() - started) * 1000)
+
+
+def ensure_coordinator(broker) -> GroupCoordinator:
+    """The coordinator, creating ``__consumer_offsets`` on first use (FindCoordinator for a group)."""
+    coordinator = getattr(broker, "group_coordinator", None)
+    if coordinator is not None:
+        return coordinator
     controller = broker.controller
     info = controller.topic(OFFSETS_TOPIC)
     if info is None:
         info = controller.create_topic(
             OFFSETS_TOPIC, num_partitions=broker.config.get("offsets.topic.num.partitions"),
             configs={"cleanup.policy": "compact", "segment.bytes": "104857600"}, internal=True)
-    timer = AsyncioTimer(broker.loop, on_error=lambda exc: log.error("group timer failed", exc_info=exc))
-    coordinator = GroupCoordinator(info.num_partitions, lambda p: PartitionLogAdapter(broker, p), timer,
-                                   broker, GroupConfig.from_broker_config(broker.config))
-    coordinator.load()
-    broker.group_coordinator = coordinator
-    log.info("group coordinator loaded %d __consumer_offsets partitions (%d groups)", info.num_partitions,
-             sum(len(s.groups) for s in coordinator.shards))
+        log.info("created %s with %d partitions", OFFSETS_TOPIC, info.num_partitions)
+    coordinator = _activate(broker, info)
+    coordinator.load()  # a new topic is empty: loading is immediate
+    return coordinator
 
 
 async def stop(broker) -> None:
+    loader = getattr(broker, "group_loader", None)
+    if loader is not None:
+        loader.cancel()
     coordinator = getattr(broker, "group_coordinator", None)
     if coordinator is None:
         return

@@ -283,6 +283,9 @@ def test_rebalance_waits_exactly_for_a_member_that_does_not_rejoin(tmp_path):
     try:
         create_topic(broker.bootstrap)
         raw = RawClient(broker.port)
+        # As every client does: find the coordinator first (this also creates __consumer_offsets).
+        found = raw.request(10, 3, {"key": "seed002", "key_type": 0})
+        assert found["error_code"] == 0 and found["port"] == broker.port
         join = {"group_id": "seed002", "session_timeout_ms": 10000, "rebalance_timeout_ms": 2500,
                 "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
                 "protocols": [{"name": "range", "metadata": _subscription(TOPIC)}]}
