@@ -69,6 +69,19 @@ What the broker uses
     record in order; a torn tail is cut on open; ``close()``.  Put it at
     ``<data_dir>/metadata.log`` (a file, so the LogManager never mistakes it for a partition).
 
+Known differences from Kafka (on purpose, or not done yet)
+=========================================================
+* flush.ms defaults to 1000 ms here (Kafka: Long.MAX, relying on replication).
+* segment.ms counts from the segment's creation (Kafka: from its first batch's timestamp, which
+  rolls on every append when a producer replays old timestamps).
+* Compaction: tombstones expire by the age of their segment, not by a delete horizon written into
+  the batch (KIP-534); no max.compaction.lag.ms; segments are not merged; aborted transactional
+  data is kept.  See storage/cleaner.py.
+* Deleted segments and topics go at once (no file.delete.delay.ms, no ``-delete`` rename): readers
+  keep their mappings, so nothing they hold becomes invalid.
+* message.timestamp.before/after.max.ms are not checked; no log directory lock (two brokers on
+  one data directory would damage it).
+
 On disk
 =======
 ``<topic>-<partition>/00000000000000000000.log`` (record batches exactly as stored),
