@@ -1,17 +1,21 @@
 """Hand-tuned encoders for the two responses a broker sends most: Fetch and Metadata.
 
-They produce exactly the bytes of the generic codec (tests/unit/protocol/test_fast.py compares
-them on random bodies) but cut the per-field work:
+They produce exactly the bytes of the generic codec (tests/unit/protocol/test_codec_fast.py
+compares them on random bodies and on every partition shape) but cut the per-field work:
 
-* Fetch v11/v12: one struct call per partition for the fixed fields; the record buffers are
-  appended as their own chunks (never copied), as in the generic encoder.
-* Metadata v9-v12: each partition, including its three int32 arrays, is one ``Struct.pack``
-  with a format cached by array lengths.
+* Fetch v11/v12: one itemgetter call reads a partition, one struct call writes its fixed fields;
+  record buffers are appended as their own chunks (never copied), as in the generic encoder.
+* Metadata v9-v12: a partition, its three int32 arrays included, is one ``Struct.pack``: inline
+  for the 1-replica (this broker) and 3-replica shapes, otherwise through a packer generated
+  per array-length shape (star-arguments cost more than the pack itself on CPython 3.11).
 
 They only handle the common shape: every key present, no tagged field set, arrays shorter than
 127.  Anything else (a missing key, a None where a value is expected, a tagged Fetch field such
-as CurrentLeader) raises ``_Fallback`` and the generic encoder does the whole message, so the
-semantics (defaults, errors) are always the generic codec's.
+as CurrentLeader, an explicit null records) raises ``_Fallback`` or a lookup error, and the
+generic encoder does the whole message, so the semantics (defaults, errors) are always the
+generic codec's.
+
+Importing this module registers the encoders in ``codec._FAST_ENCODERS`` (codec imports it).
 """
 
 from __future__ import annotations
