@@ -289,3 +289,39 @@ def test_frames_may_be_any_bytes_like(wrap):
     body = sample_body(3, 12, "response", 1)
     wire = _wire(codec.encode_response(3, 12, 5, body))
     assert normalise(codec.decode_response(3, 12, wrap(wire[4:]))[1]) == normalise(body)
+
+
+# ---- spec features no served API uses yet (float64, uint16, nullable structs, per-field
+# flexibleVersions): compiled from a synthetic spec through the same generator.
+
+SYNTHETIC = [
+    {"name": "Ratio", "type": "float64", "versions": "0+"},
+    {"name": "Port", "type": "uint16", "versions": "0+"},
+    {"name": "Legacy", "type": "string", "versions": "0+", "flexibleVersions": "none"},
+    {"name": "Cursor", "type": "Cursor", "versions": "0+", "nullableVersions": "0+", "default": "null",
+     "fields": [{"name": "TopicName", "type": "string", "versions": "0+"},
+                {"name": "PartitionIndex", "type": "int32", "versions": "0+"}]},
+    {"name": "Ids", "type": "[]int32", "versions": "0+", "nullableVersions": "0+", "default": "null"},
+    {"name": "Extra", "type": "int64", "versions": "1+", "taggedVersions": "1+", "tag": 4, "default": "-1"},
+]
+
+
+@pytest.mark.parametrize("version,flexible", [(0, False), (0, True), (1, True)])
+def test_synthetic_spec_features(version, flexible):
+    fields = specs._parse_fields(SYNTHETIC, {})
+    enc = codec._gen_encoder(fields, version, flexible, "enc_synthetic")
+    dec = codec._gen_decoder(fields, version, flexible, "dec_synthetic")
+    for value in [
+        {"ratio": -2.5, "port": 65535, "legacy": "x", "cursor": {"topic_name": "t", "partition_index": 3},
+         "ids": [1, -2], "extra": 99},
+        {"ratio": 0.0, "port": 0, "legacy": "", "cursor": None, "ids": None, "extra": -1},
+    ]:
+        data = bytes(enc(value, bytearray(), []))
+        got, end = dec(data, memoryview(data), 0, len(data))
+        assert end == len(data)
+        expected = {k: v for k, v in value.items() if k != "extra" or version >= 1}
+        assert got == expected
+        # the legacy string keeps its int16 length even in a flexible version
+        assert data[10:12] == len(value["legacy"]).to_bytes(2, "big")
+        # a nullable struct is a -1 / 1 marker byte before its fields
+        assert data[12 + len(value["legacy"])] == (0xFF if value["cursor"] is None else 1)
