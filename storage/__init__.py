@@ -60,7 +60,8 @@ What the broker uses
     ``get(topic, partition) -> PartitionLog | None``, ``logs() -> {(topic, p): PartitionLog}``,
     ``topics()``, ``update_config(topic, configs)`` (alias ``update_topic_config``),
     ``delete_topic(topic)``, ``tick(now_ms=None)`` (roll/flush/retention for all, at most one
-    compaction), ``flush()``, ``close()``.  After replaying the metadata log the controller
+    compaction), ``flush()``, ``close()``.  Holds ``<data_dir>/.lock`` (flock) while open: a second
+    process on the same directory gets DataDirInUseError.  After replaying the metadata log the controller
     should ``delete_topic`` any topic in ``topics()`` it does not know (a crash between the
     metadata record and the directory removal leaves one behind).
 
@@ -79,8 +80,7 @@ Known differences from Kafka (on purpose, or not done yet)
   data is kept.  See storage/cleaner.py.
 * Deleted segments and topics go at once (no file.delete.delay.ms, no ``-delete`` rename): readers
   keep their mappings, so nothing they hold becomes invalid.
-* message.timestamp.before/after.max.ms are not checked; no log directory lock (two brokers on
-  one data directory would damage it).
+* message.timestamp.before/after.max.ms are not checked.
 
 On disk
 =======

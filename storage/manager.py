@@ -5,7 +5,9 @@ Layout: ``<data_dir>/<topic>-<partition>/`` per partition (the partition is the 
 last shutdown was not clean, when the manager starts, with the default config; the broker then
 hands each topic's effective settings through ``get_or_create``/``open_topic``/``update_config``.
 Directories whose name does not parse, or that end in ``-delete``, are not partitions and are left
-alone (the metadata log lives next to them as a plain file).
+alone (the metadata log lives next to them as a plain file).  ``<data_dir>/.lock`` is held with
+``flock`` while the manager is open, so a second broker process on the same directory fails at
+start (DataDirInUseError) instead of corrupting the logs.
 
 ``tick()`` is the broker's maintenance timer: cheap checks for every log (roll by age, flush by
 flush.ms, retention) and at most one compaction per call, so a tick's work stays bounded.  A log
@@ -16,6 +18,7 @@ topic must not lose old records to the default 7-day delete policy).
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import re
@@ -27,6 +30,42 @@ from .log import PartitionLog, wall_clock_ms
 
 _log = logging.getLogger(__name__)
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+LOCK_FILE = ".lock"
+
+# data_dir -> (descriptor holding the flock, managers of this process using it).  The lock keeps
+# a second broker *process* off a directory; managers within one process (tests reopening a
+# directory) share it.
+_LOCKS: dict[str, list] = {}
+
+
+class DataDirInUseError(RuntimeError):
+    pass
+
+
+def _lock(data_dir: str) -> None:
+    key = os.path.realpath(data_dir)
+    held = _LOCKS.get(key)
+    if held is not None:
+        held[1] += 1
+        return
+    fd = os.open(os.path.join(data_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise DataDirInUseError(f"data directory {data_dir} is in use by another process") from None
+    _LOCKS[key] = [fd, 1]
+
+
+def _unlock(data_dir: str) -> None:
+    key = os.path.realpath(data_dir)
+    held = _LOCKS.get(key)
+    if held is None:
+        return
+    held[1] -= 1
+    if held[1] == 0:
+        del _LOCKS[key]
+        os.close(held[0])  # closing the descriptor drops the flock
 
 
 class LogManager:
@@ -44,8 +83,14 @@ class LogManager:
         # until then tick() must not apply retention or compaction with settings that may be wrong.
         self._configured: set[tuple[str, int]] = set()
         self._compaction_cursor = 0
+        self._closed = False
         os.makedirs(data_dir, exist_ok=True)
-        self._open_existing()
+        _lock(data_dir)
+        try:
+            self._open_existing()
+        except BaseException:
+            _unlock(data_dir)
+            raise
 
     def _open_existing(self) -> None:
         for name in sorted(os.listdir(self.data_dir)):
@@ -145,8 +190,14 @@ class LogManager:
             log.flush()
 
     def close(self) -> None:
-        for log in self._logs.values():
-            log.close()
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            for log in self._logs.values():
+                log.close()
+        finally:
+            _unlock(self.data_dir)
 
     def __iter__(self) -> Iterator[PartitionLog]:
         return iter(list(self._logs.values()))

@@ -23,7 +23,7 @@ def test_manager_creates_reopens_and_recovers_partitions(tmp_path, clock):
     b.append(batch(1))
     assert mgr.get("my-topic.v2", 1) is a1 and mgr.get("nope", 0) is None
     assert set(mgr.logs()) == {("my-topic.v2", 0), ("my-topic.v2", 1), ("other", 0)}
-    assert sorted(os.listdir(tmp_path)) == ["my-topic.v2-0", "my-topic.v2-1", "other-0"]
+    assert sorted(os.listdir(tmp_path)) == [".lock", "my-topic.v2-0", "my-topic.v2-1", "other-0"]
     mgr.close()
     (tmp_path / "metadata.log").write_bytes(b"")  # a plain file is never taken for a partition
     (tmp_path / "old-3-delete").mkdir()
@@ -42,7 +42,7 @@ def test_update_config_and_delete_topic(tmp_path, clock):
     with pytest.raises(ValueError):
         mgr.update_config("t", {"segment.bytes": "many"})
     mgr.delete_topic("t")
-    assert mgr.logs() == {} and os.listdir(tmp_path) == []
+    assert mgr.logs() == {} and os.listdir(tmp_path) == [".lock"]
 
 
 def test_tick_rolls_flushes_applies_retention_and_compacts(tmp_path, clock):
@@ -128,3 +128,19 @@ def test_tick_leaves_unconfigured_logs_alone_until_the_broker_names_their_settin
     mgr2.tick()
     assert mgr2.get("__consumer_offsets", 0).log_start_offset == 0
     assert len(read_all(mgr2.get("__consumer_offsets", 0))) == 5
+
+
+def test_a_second_process_cannot_open_the_same_data_dir(tmp_path, clock):
+    import subprocess
+    import sys
+
+    mgr = LogManager(str(tmp_path), {}, now_ms=clock)
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "from storage.manager import LogManager, DataDirInUseError\n"
+            "try:\n    LogManager(%r, {})\nexcept DataDirInUseError:\n    sys.exit(3)\n")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert subprocess.run([sys.executable, "-c", code % (root, str(tmp_path))], timeout=60).returncode == 3
+    again = LogManager(str(tmp_path), {}, now_ms=clock)  # the same process may reopen it
+    again.close()
+    mgr.close()
+    assert subprocess.run([sys.executable, "-c", code % (root, str(tmp_path))], timeout=60).returncode == 0
