@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from pyspark.sql.datasource import (
+import pyspark
+
+# Admission control (latestOffset(start, limit), ReadLimit) and Trigger.AvailableNow for Python
+# streaming sources arrived in Spark 4.2, Arrow stream writers in 4.1.
+if tuple(int(x) for x in pyspark.__version__.split(".")[:2]) < (4, 2):
+    raise ImportError(f"the {__name__} data source needs pyspark >= 4.2, found "
+                      f"{pyspark.__version__}")
+
+from pyspark.sql.datasource import (  # noqa: E402
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
@@ -23,13 +31,13 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
-from pyspark.sql.streaming.datasource import (
+from pyspark.sql.streaming.datasource import (  # noqa: E402
     ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
     SupportsTriggerAvailableNow,
 )
-from pyspark.sql.types import (
+from pyspark.sql.types import (  # noqa: E402
     ArrayType,
     BinaryType,
     DataType,
@@ -41,7 +49,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from .options import (
+from .options import (  # noqa: E402
     FORMAT_NAME,
     Offsets,
     OffsetRange,
@@ -228,6 +236,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Lives in the driver's long-running planner process; dropped when pickled.
         self._fetcher = OffsetFetcher(opts)
         self._available_now: Offsets | None = None
+        self._reported: dict | None = None
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -250,6 +259,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _latest(self, start: Offsets) -> Offsets:
         tps, marks = self._discover()
         latest = {tp: marks[tp][1] for tp in tps}
+        self._reported = to_checkpoint(latest)
         for tp in tps:
             # A partition that appeared after the query started is read from its beginning.
             start.setdefault(tp, marks[tp][0])
@@ -275,8 +285,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def reportLatestOffset(self) -> dict | None:
-        tps, marks = self._discover()
-        return to_checkpoint({tp: marks[tp][1] for tp in tps})
+        # Progress reporting only: the watermarks latestOffset() just fetched are recent
+        # enough, and a second round of look-ups per trigger is not.
+        return self._reported
 
     def prepareForTriggerAvailableNow(self) -> None:
         tps, marks = self._discover()
