@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import importlib.util
 import json
+import pathlib
 import re
 from dataclasses import dataclass, field as dc_field
 
@@ -86,35 +88,13 @@ class MessageSpec:
     fields: list[Field]
 
 
+# A JSON string (kept whole, so "//" inside it survives) or a // comment (dropped).
+_STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*')
+
+
 def strip_comments(text: str) -> str:
     """Drop ``//`` comments that are outside JSON strings."""
-    out = []
-    i = 0
-    n = len(text)
-    in_str = False
-    while i < n:
-        c = text[i]
-        if in_str:
-            out.append(c)
-            if c == "\\":
-                if i + 1 < n:
-                    out.append(text[i + 1])
-                i += 2
-                continue
-            if c == '"':
-                in_str = False
-            i += 1
-        elif c == '"':
-            in_str = True
-            out.append(c)
-            i += 1
-        elif c == "/" and i + 1 < n and text[i + 1] == "/":
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    return _STRING_OR_COMMENT.sub(lambda m: m.group(0) if m.group(0)[0] == '"' else "", text)
 
 
 def _parse_fields(raw: list[dict], common: dict[str, list[dict]]) -> list[Field]:
@@ -144,7 +124,20 @@ def _parse_fields(raw: list[dict], common: dict[str, list[dict]]) -> list[Field]
     return result
 
 
+@functools.lru_cache(maxsize=None)
 def _resources():
+    """The folder of spec files inside the installed kafka-python.
+
+    importlib.resources would import the ``kafka`` package to find it, and kafka-python's
+    ``__init__`` pulls in its whole client (about a quarter of a second, most of the broker's
+    start-up).  Locating the package with ``find_spec`` does not run it; importlib.resources stays
+    the fallback for installs that are not plain folders (zip imports).
+    """
+    found = importlib.util.find_spec("kafka")
+    for location in (found.submodule_search_locations or []) if found else []:
+        folder = pathlib.Path(location, *SPEC_PACKAGE.split(".")[1:])
+        if folder.is_dir():
+            return folder
     return importlib.resources.files(SPEC_PACKAGE)
 
 
@@ -164,9 +157,17 @@ def load(name: str) -> MessageSpec:
     )
 
 
+_API_KEY = re.compile(r'"apiKey"\s*:\s*(\d+)')
+_KIND = re.compile(r'"type"\s*:\s*"(request|response)"')
+
+
 @functools.lru_cache(maxsize=None)
 def _index() -> dict[tuple[int, str], str]:
-    """(api_key, "request"|"response") -> spec file name, found by reading every file once."""
+    """(api_key, "request"|"response") -> spec file name.
+
+    Built from two regex look-ups per file rather than a full parse: the broker's first request
+    needs this index, and parsing all ~100 specs would add most of a second to start-up.
+    """
     index = {}
     for entry in _resources().iterdir():
         fname = entry.name
@@ -175,9 +176,10 @@ def _index() -> dict[tuple[int, str], str]:
         stem = fname[:-5]
         if not (stem.endswith("Request") or stem.endswith("Response")):
             continue
-        spec = load(stem)
-        if spec.api_key is not None and spec.kind in ("request", "response"):
-            index[(spec.api_key, spec.kind)] = stem
+        text = strip_comments(entry.read_text(encoding="utf-8"))
+        key, kind = _API_KEY.search(text), _KIND.search(text)
+        if key and kind:
+            index[(int(key.group(1)), kind.group(1))] = stem
     return index
 
 
