@@ -170,17 +170,18 @@ class OffsetFetcher:
 
 
 def read_range(opts: SourceOptions, rng: OffsetRange, schema: pa.Schema,
-               *, clock=time.monotonic) -> Iterator[pa.RecordBatch]:
+               *, clock=time.monotonic, new_consumer=None) -> Iterator[pa.RecordBatch]:
     """Yield the records of ``rng`` (offsets in [from, until)) as Arrow batches of ``schema``.
 
     Assign + seek, no group: the same range always yields the same records. The range ends at
     ``until`` exactly, even when a fetch returns a whole stored batch that straddles either end,
     and a range that ends on a gap ends at the partition-EOF event instead of waiting. A range
     with no progress for ``kafkaConsumer.pollTimeoutMs`` fails with the range in the message.
+    ``clock`` and ``new_consumer(opts)`` are injectable for tests.
     """
     if rng.until_offset <= rng.from_offset:
         return
-    consumer = _new_consumer(opts)
+    consumer = (new_consumer or _new_consumer)(opts)
     try:
         consumer.assign([KafkaTopicPartition(rng.topic, rng.partition, rng.from_offset)])
         want = rng.from_offset
@@ -188,7 +189,7 @@ def read_range(opts: SourceOptions, rng: OffsetRange, schema: pa.Schema,
         stall_limit = opts.poll_timeout_ms / 1000
         last_progress = clock()
         with_headers = "headers" in schema.names
-        read_committed = str(consumer_config(opts).get("isolation.level")) == "read_committed"
+        read_committed = opts.client.get("isolation.level") == "read_committed"
         eof_at = None
         while want < until:
             msgs = consumer.consume(num_messages=min(CONSUME_BATCH, until - want), timeout=0.5)
