@@ -163,6 +163,10 @@ def build_query(spark, args: argparse.Namespace):
 def run(spark, args: argparse.Namespace) -> int:
     """Run the job to completion (available-now) or until ``--timeout``; returns rows read."""
     query = build_query(spark, args)
+    mode = "until the input is drained" if args.available_now else \
+        f"every {args.trigger_interval} until stopped (Ctrl-C)"
+    print(f"minikafka-pipeline: {args.input!r} -> {args.output!r} on {args.bootstrap}, "
+          f"checkpoint {args.checkpoint}, running {mode}", flush=True)
     try:
         if args.available_now:
             query.awaitTermination()
