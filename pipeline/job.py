@@ -89,6 +89,7 @@ def get_session(args: argparse.Namespace):
     return (builder
             .config("spark.sql.shuffle.partitions", str(args.shuffle_partitions))
             .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
             .getOrCreate())
 
 
