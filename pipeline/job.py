@@ -80,17 +80,18 @@ def get_session(args: argparse.Namespace):
     from pyspark.sql import SparkSession
 
     _prepare_local_env()
-    builder = SparkSession.builder.appName("minikafka-pipeline")
+    builder = (SparkSession.builder.appName("minikafka-pipeline")
+               .config("spark.sql.shuffle.partitions", str(args.shuffle_partitions)))
     if args.master:
         builder = builder.master(args.master)
-    elif not os.environ.get("PYSPARK_GATEWAY_PORT"):
-        # Not launched by spark-submit (which passes its JVM's gateway): run locally.
-        builder = builder.master("local[2]")
-    return (builder
-            .config("spark.sql.shuffle.partitions", str(args.shuffle_partitions))
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .getOrCreate())
+    if not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        # Not launched by spark-submit (which passes its JVM's gateway): a local run, without
+        # the web UI and progress bars a one-command job does not need.
+        if not args.master:
+            builder = builder.master("local[2]")
+        builder = (builder.config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false"))
+    return builder.getOrCreate()
 
 
 def _kafka_options(args: argparse.Namespace) -> dict[str, str]:
