@@ -8,14 +8,13 @@ nothing here ends up in a pickled reader or writer.
 from __future__ import annotations
 
 import time
-from typing import Iterable, Iterator, Mapping
+from typing import Iterable, Iterator
 
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from .options import (
-    Offsets,
     OffsetRange,
     SinkOptions,
     SourceOptions,
@@ -160,9 +159,6 @@ class OffsetFetcher:
                                     f"listing offsets of {topic}-{part}") from None
             out[(topic, part)] = (low, high)
         return out
-
-    def latest(self, partitions: Iterable[TopicPartition]) -> Offsets:
-        return {tp: high for tp, (_, high) in self.watermarks(partitions).items()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -344,6 +340,3 @@ def write_batches(opts: SinkOptions, batches: Iterable[pa.RecordBatch]) -> int:
         raise KafkaWriteError(f"{len(failures)} records failed to be written: {shown}")
     return sent
 
-
-def describe_offsets(offsets: Mapping[TopicPartition, int]) -> str:
-    return ", ".join(f"{t}-{p}@{o}" for (t, p), o in sorted(offsets.items()))
