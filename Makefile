@@ -53,7 +53,7 @@ bench: $(TEST_STAMP)
 	$(PY) bench/storage.py --size-mb 256
 
 pipeline: $(TEST_STAMP)
-	$(VENV)/bin/minikafka-pipeline --bootstrap $(HOST):$(PORT) --input events --output totals --checkpoint ./data/pipeline-checkpoint
+	$(VENV)/bin/minikafka-pipeline --bootstrap $(HOST):$(PORT) --input events --output totals --checkpoint ./pipeline-checkpoint
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
