@@ -31,10 +31,8 @@ import struct
 import zlib
 from typing import Iterator, NamedTuple, Sequence
 
-import crc32c as _crc32c
-
 from .errors import CorruptRecordError, ProtocolError
-from .primitives import read_varint, read_varlong, write_varint, write_varlong
+from .primitives import crc32c, read_varint, read_varlong, write_varint, write_varlong
 
 BATCH_HEADER_SIZE = 61
 # Everything before batch_length's end is outside batch_length.
@@ -147,7 +145,7 @@ def compute_crc(buf, pos: int = 0, size: int | None = None) -> int:
     if size is None:
         size = _INT32.unpack_from(buf, pos + 8)[0] + LOG_OVERHEAD
     view = memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size]
-    return _crc32c.crc32c(view)
+    return crc32c(view)
 
 
 def crc_ok(buf, pos: int = 0) -> bool:

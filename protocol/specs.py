@@ -12,7 +12,6 @@ objects with parsed version ranges; ``protocol.codec`` compiles those into funct
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import importlib.util
 import json
 import pathlib
@@ -138,7 +137,9 @@ def _resources():
         folder = pathlib.Path(location, *SPEC_PACKAGE.split(".")[1:])
         if folder.is_dir():
             return folder
-    return importlib.resources.files(SPEC_PACKAGE)
+    from importlib import resources  # only here: importing it costs ~30 ms of broker start-up
+
+    return resources.files(SPEC_PACKAGE)
 
 
 @functools.lru_cache(maxsize=None)
@@ -183,8 +184,31 @@ def _index() -> dict[tuple[int, str], str]:
     return index
 
 
+# Kafka's API names, which are also the spec file names (<Name>Request.json, <Name>Response.json).
+# Knowing them spares the broker's first request a scan of every spec file; any other key is
+# found through the scanned index.
+API_NAMES = {
+    0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
+    10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
+    15: "DescribeGroups", 16: "ListGroups", 17: "SaslHandshake", 18: "ApiVersions", 19: "CreateTopics",
+    20: "DeleteTopics", 21: "DeleteRecords", 22: "InitProducerId", 23: "OffsetForLeaderEpoch",
+    24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 27: "WriteTxnMarkers",
+    28: "TxnOffsetCommit", 32: "DescribeConfigs", 33: "AlterConfigs", 35: "DescribeLogDirs",
+    36: "SaslAuthenticate", 37: "CreatePartitions", 42: "DeleteGroups", 44: "IncrementalAlterConfigs",
+    47: "OffsetDelete", 60: "DescribeCluster", 61: "DescribeProducers", 65: "DescribeTransactions",
+    66: "ListTransactions",
+}
+
+
 def message(api_key: int, kind: str) -> MessageSpec | None:
     """The request or response spec of an API key, or None if kafka-python ships none."""
+    name = API_NAMES.get(api_key)
+    if name is not None:
+        stem = name + kind.capitalize()
+        if (_resources() / f"{stem}.json").is_file():
+            spec = load(stem)
+            if spec.api_key == api_key and spec.kind == kind:
+                return spec
     stem = _index().get((api_key, kind))
     return load(stem) if stem else None
 

@@ -22,7 +22,7 @@ import os
 import struct
 from typing import NamedTuple
 
-import crc32c
+from protocol.primitives import crc32c
 
 from . import fs
 
@@ -49,7 +49,7 @@ def read_checkpoint(directory: str) -> Checkpoint | None:
         return None
     if len(data) != _BODY.size + _CRC.size:
         return None
-    if crc32c.crc32c(data[: _BODY.size]) != _CRC.unpack_from(data, _BODY.size)[0]:
+    if crc32c(data[: _BODY.size]) != _CRC.unpack_from(data, _BODY.size)[0]:
         return None
     magic, version, flags, log_start, recovery_point, cleaned = _BODY.unpack_from(data)
     if magic != _MAGIC or version != _VERSION or min(log_start, recovery_point, cleaned) < 0:
@@ -60,7 +60,7 @@ def read_checkpoint(directory: str) -> Checkpoint | None:
 def write_checkpoint(directory: str, cp: Checkpoint) -> None:
     body = _BODY.pack(_MAGIC, _VERSION, FLAG_CLEAN_SHUTDOWN if cp.clean_shutdown else 0,
                       cp.log_start, cp.recovery_point, cp.cleaned_offset)
-    data = body + _CRC.pack(crc32c.crc32c(body))
+    data = body + _CRC.pack(crc32c(body))
     path = os.path.join(directory, FILE_NAME)
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

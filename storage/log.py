@@ -32,9 +32,8 @@ from bisect import bisect_right
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Iterator, NamedTuple
 
-from crc32c import crc32c as _crc32c
-
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
+from protocol.primitives import crc32c as _crc32c
 from protocol.records import (
     ATTRIBUTES_OFFSET,
     BATCH_HEADER_SIZE,

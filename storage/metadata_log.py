@@ -30,7 +30,7 @@ import time
 import uuid
 from typing import Callable
 
-import crc32c
+from protocol.primitives import crc32c
 
 from . import fs
 
@@ -57,7 +57,7 @@ def _object_hook(obj: dict):
 def encode_frame(record: dict, timestamp_ms: int) -> bytes:
     payload = json.dumps(record, default=_default, separators=(",", ":"), sort_keys=True).encode()
     body = _BODY_HEAD.pack(FRAME_VERSION, timestamp_ms) + payload
-    return _FRAME_HEAD.pack(len(body), crc32c.crc32c(body)) + body
+    return _FRAME_HEAD.pack(len(body), crc32c(body)) + body
 
 
 def decode_frames(data) -> tuple[list[dict], int]:
@@ -71,7 +71,7 @@ def decode_frames(data) -> tuple[list[dict], int]:
         if length < _BODY_HEAD.size or length > _MAX_FRAME or start + length > end:
             break
         body = bytes(data[start:start + length])
-        if crc32c.crc32c(body) != crc:
+        if crc32c(body) != crc:
             break
         version, _ = _BODY_HEAD.unpack_from(body)
         if version != FRAME_VERSION:

@@ -325,3 +325,12 @@ def test_synthetic_spec_features(version, flexible):
         assert data[10:12] == len(value["legacy"]).to_bytes(2, "big")
         # a nullable struct is a -1 / 1 marker byte before its fields
         assert data[12 + len(value["legacy"])] == (0xFF if value["cursor"] is None else 1)
+
+
+def test_api_name_table_agrees_with_the_scanned_spec_index():
+    from protocol import specs
+
+    index = specs._index()
+    for api_key, name in specs.API_NAMES.items():
+        assert index[(api_key, "request")] == name + "Request"
+        assert index[(api_key, "response")] == name + "Response"

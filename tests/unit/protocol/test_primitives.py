@@ -75,3 +75,11 @@ def test_java_string_hash(s, expected):
     assert -(2**31) <= h < 2**31
     if expected is not None:
         assert h == expected
+
+
+def test_crc32c_known_value():
+    # The CRC-32C check value from RFC 3720 (iSCSI): the ASCII digits 1-9.
+    from protocol.primitives import crc32c
+
+    assert crc32c(b"123456789") == 0xE3069283
+    assert crc32c(memoryview(b"xx123456789")[2:]) == 0xE3069283
