@@ -35,6 +35,8 @@ import logging
 
 from protocol.errors import KafkaError
 
+from .leader_epoch import leader_epoch_error
+
 log = logging.getLogger("minikafka.fetch")
 
 API_KEY = 1
@@ -42,9 +44,6 @@ NONE = 0
 OFFSET_OUT_OF_RANGE = 1
 UNKNOWN_TOPIC_OR_PARTITION = 3
 FETCH_SESSION_ID_NOT_FOUND = 70
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 75
-LEADER_EPOCH = 0
 READ_COMMITTED = 1
 
 
@@ -82,10 +81,9 @@ def read_partitions(broker, body: dict) -> tuple[list, int, bool]:
                 parts.append(_error_partition(index, UNKNOWN_TOPIC_OR_PARTITION))
                 any_error = True
                 continue
-            leader_epoch = p.get("current_leader_epoch", -1)
-            if leader_epoch > LEADER_EPOCH or leader_epoch < -1:
-                parts.append(_error_partition(index, UNKNOWN_LEADER_EPOCH if leader_epoch > LEADER_EPOCH
-                                              else FENCED_LEADER_EPOCH))
+            epoch_error = leader_epoch_error(p.get("current_leader_epoch", -1))
+            if epoch_error:
+                parts.append(_error_partition(index, epoch_error))
                 any_error = True
                 continue
             try:

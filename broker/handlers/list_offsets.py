@@ -16,15 +16,14 @@ from __future__ import annotations
 
 from protocol.errors import KafkaError
 
+from .leader_epoch import LEADER_EPOCH, leader_epoch_error
+
 API_KEY = 2
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 75
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
-LEADER_EPOCH = 0
 
 
 def _entry(index: int, error: int, offset: int = -1, timestamp: int = -1, epoch: int = -1) -> dict:
@@ -38,11 +37,9 @@ def list_partition(broker, topic: str, p: dict, read_committed: bool) -> dict:
         plog = broker.controller.log(topic, index)
     except KafkaError as exc:
         return _entry(index, exc.code)
-    current = p.get("current_leader_epoch", -1)
-    if current > LEADER_EPOCH:
-        return _entry(index, UNKNOWN_LEADER_EPOCH)
-    if current < -1:
-        return _entry(index, FENCED_LEADER_EPOCH)
+    epoch_error = leader_epoch_error(p.get("current_leader_epoch", -1))
+    if epoch_error:
+        return _entry(index, epoch_error)
     ts = p["timestamp"]
     if ts == LATEST:
         offset = plog.last_stable_offset if read_committed else plog.high_watermark

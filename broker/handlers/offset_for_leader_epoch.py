@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from protocol.errors import KafkaError
 
+from .leader_epoch import LEADER_EPOCH, leader_epoch_error
+
 API_KEY = 23
 NONE = 0
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 75
-LEADER_EPOCH = 0
 
 
 def _entry(index: int, error: int, epoch: int = -1, end_offset: int = -1) -> dict:
@@ -34,11 +33,9 @@ def epoch_for(broker, topic: str, p: dict) -> dict:
         plog = broker.controller.log(topic, index)
     except KafkaError as exc:
         return _entry(index, exc.code)
-    current = p.get("current_leader_epoch", -1)
-    if current > LEADER_EPOCH:
-        return _entry(index, UNKNOWN_LEADER_EPOCH)
-    if current < -1:
-        return _entry(index, FENCED_LEADER_EPOCH)
+    epoch_error = leader_epoch_error(p.get("current_leader_epoch", -1))
+    if epoch_error:
+        return _entry(index, epoch_error)
     if p["leader_epoch"] != LEADER_EPOCH:
         return _entry(index, NONE)
     return _entry(index, NONE, LEADER_EPOCH, plog.log_end_offset)
