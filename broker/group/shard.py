@@ -178,6 +178,13 @@ def _append_error(exc: BaseException) -> ErrorCode:
     return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
+
+def _every_partition(topics: list, code: ErrorCode) -> dict:
+    """An OffsetCommit-shaped response giving every requested partition the same error."""
+    return {"topics": [{"name": t["name"], "partitions": [
+        {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]}
+        for t in topics]}
+
 class CoordinatorShard:
     def __init__(self, partition: int, log_: OffsetsLog, timer: Timer, clock: Clock,
                  config: GroupConfig | None = None) -> None:
@@ -873,11 +880,6 @@ class CoordinatorShard:
         instance_id = request.get("group_instance_id")
         topics = request.get("topics") or []
 
-        def all_partitions(code: ErrorCode) -> dict:
-            return {"topics": [{"name": t["name"], "partitions": [
-                {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]}
-                for t in topics]}
-
         group = self.groups.get(group_id)
         try:
             if group is None:
@@ -888,7 +890,7 @@ class CoordinatorShard:
                 group = self._create_group(group_id)
             self._validate_offset_commit(group, member_id, instance_id, generation)
         except GroupError as exc:
-            return _empty(all_partitions(exc.code))
+            return _empty(_every_partition(topics, exc.code))
 
         if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE) and group.has_member(member_id):
             # A classic member's commits keep its session alive.
@@ -1014,11 +1016,6 @@ class CoordinatorShard:
         instance_id = request.get("group_instance_id")
         topics = request.get("topics") or []
 
-        def all_partitions(code: ErrorCode) -> dict:
-            return {"topics": [{"name": t["name"], "partitions": [
-                {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]}
-                for t in topics]}
-
         group = self.groups.get(group_id)
         try:
             if group is None:
@@ -1034,7 +1031,7 @@ class CoordinatorShard:
                 if generation != group.generation_id:
                     raise GroupError(ErrorCode.ILLEGAL_GENERATION)
         except GroupError as exc:
-            return _empty(all_partitions(exc.code))
+            return _empty(_every_partition(topics, exc.code))
 
         now = self._now()
         records: list[Record] = []
