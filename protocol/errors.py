@@ -23,18 +23,18 @@ _TABLE: tuple[tuple[int, str, bool], ...] = (
     (3, 'UNKNOWN_TOPIC_OR_PARTITION', True),
     (4, 'INVALID_FETCH_SIZE', False),
     (5, 'LEADER_NOT_AVAILABLE', True),
-    (6, 'NOT_LEADER_FOR_PARTITION', True),
+    (6, 'NOT_LEADER_OR_FOLLOWER', True),
     (7, 'REQUEST_TIMED_OUT', True),
     (8, 'BROKER_NOT_AVAILABLE', False),
     (9, 'REPLICA_NOT_AVAILABLE', True),
-    (10, 'MESSAGE_SIZE_TOO_LARGE', False),
+    (10, 'MESSAGE_TOO_LARGE', False),
     (11, 'STALE_CONTROLLER_EPOCH', False),
     (12, 'OFFSET_METADATA_TOO_LARGE', False),
     (13, 'NETWORK_EXCEPTION', True),
     (14, 'COORDINATOR_LOAD_IN_PROGRESS', True),
     (15, 'COORDINATOR_NOT_AVAILABLE', True),
     (16, 'NOT_COORDINATOR', True),
-    (17, 'INVALID_TOPIC', False),
+    (17, 'INVALID_TOPIC_EXCEPTION', False),
     (18, 'RECORD_LIST_TOO_LARGE', False),
     (19, 'NOT_ENOUGH_REPLICAS', True),
     (20, 'NOT_ENOUGH_REPLICAS_AFTER_APPEND', True),
@@ -56,7 +56,7 @@ _TABLE: tuple[tuple[int, str, bool], ...] = (
     (36, 'TOPIC_ALREADY_EXISTS', False),
     (37, 'INVALID_PARTITIONS', False),
     (38, 'INVALID_REPLICATION_FACTOR', False),
-    (39, 'INVALID_REPLICATION_ASSIGNMENT', False),
+    (39, 'INVALID_REPLICA_ASSIGNMENT', False),
     (40, 'INVALID_CONFIG', False),
     (41, 'NOT_CONTROLLER', True),
     (42, 'INVALID_REQUEST', False),
@@ -147,7 +147,16 @@ _TABLE: tuple[tuple[int, str, bool], ...] = (
     (127, 'VOTER_NOT_FOUND', False),
 )
 
-ErrorCode = IntEnum("ErrorCode", [(name, code) for code, name, _ in _TABLE])
+# Older spellings some client libraries still use; they resolve to the same members, and
+# ``error_name`` always reports Kafka's current name.
+_ALIASES = (
+    ("NOT_LEADER_FOR_PARTITION", 6),
+    ("MESSAGE_SIZE_TOO_LARGE", 10),
+    ("INVALID_TOPIC", 17),
+    ("INVALID_REPLICATION_ASSIGNMENT", 39),
+)
+
+ErrorCode = IntEnum("ErrorCode", [(name, code) for code, name, _ in _TABLE] + list(_ALIASES))
 ErrorCode.__doc__ = "Every Kafka error code by its Kafka name, e.g. ErrorCode.NOT_COORDINATOR == 16."
 
 _RETRIABLE = frozenset(code for code, _, retriable in _TABLE if retriable)

@@ -152,7 +152,7 @@ class PartitionLog:
             raise CorruptRecordError("append takes exactly one whole record batch")
         config = self.config
         if size > config.max_message_bytes:
-            raise KafkaError(ErrorCode.MESSAGE_SIZE_TOO_LARGE,
+            raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
                              f"record batch of {size} bytes exceeds max.message.bytes")
         if last_offset_delta < 0 or record_count != last_offset_delta + 1:
             raise CorruptRecordError("record count does not match the last offset delta")
@@ -219,7 +219,7 @@ class PartitionLog:
         config = self.config
         for pos, h in batches:
             if h.size > config.max_message_bytes:
-                raise KafkaError(ErrorCode.MESSAGE_SIZE_TOO_LARGE,
+                raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
                                  f"record batch of {h.size} bytes exceeds max.message.bytes")
             if h.record_count != h.last_offset_delta + 1:
                 raise CorruptRecordError("record count does not match the last offset delta")

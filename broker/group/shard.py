@@ -169,9 +169,9 @@ def _append_error(exc: BaseException) -> ErrorCode:
                     ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT,
                     ErrorCode.COORDINATOR_NOT_AVAILABLE):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if code is ErrorCode.NOT_LEADER_FOR_PARTITION:
+        if code is ErrorCode.NOT_LEADER_OR_FOLLOWER:
             return ErrorCode.NOT_COORDINATOR
-        if code in (ErrorCode.MESSAGE_SIZE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
+        if code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
                     ErrorCode.INVALID_FETCH_SIZE):
             return ErrorCode.UNKNOWN_SERVER_ERROR
         return code

@@ -65,7 +65,7 @@ def _parse_broker_name(name: str, node_id: int, describe: bool) -> None:
 def _topic_or_error(broker, name: str):
     problem = cfg.topic_name_problem(name)
     if problem:
-        raise ResourceError(ErrorCode.INVALID_TOPIC, problem)
+        raise ResourceError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
     info = broker.controller.topics.get(name)
     return info
 
@@ -221,7 +221,7 @@ async def _alter_topic(broker, name: str, configs: list[dict], incremental: bool
         raise ResourceError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
     problem = cfg.topic_name_problem(name)
     if problem:
-        raise ResourceError(ErrorCode.INVALID_TOPIC, problem)
+        raise ResourceError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
     controller = broker.controller
     info = controller.topics.get(name)
     current = dict(info.configs or {}) if info is not None else {}

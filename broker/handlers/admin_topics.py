@@ -71,20 +71,20 @@ async def _maybe_await(value: Any) -> Any:
 def _check_assignment(broker_ids: list[int], node_id: int, replication_factor: int | None) -> None:
     """Kafka's validateManualPartitionAssignment on a one-node cluster."""
     if not broker_ids:
-        raise AdminError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+        raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                          "The manual partition assignment includes an empty replica list.")
     previous = None
     for broker_id in sorted(broker_ids):
         if broker_id != node_id:
-            raise AdminError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+            raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              f"The manual partition assignment includes broker {broker_id}, "
                              "but no such broker is registered.")
         if broker_id == previous:
-            raise AdminError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+            raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              f"The manual partition assignment includes the broker {broker_id} more than once.")
         previous = broker_id
     if replication_factor is not None and len(broker_ids) != replication_factor:
-        raise AdminError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+        raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                          f"The manual partition assignment includes a partition with {len(broker_ids)} "
                          "replica(s), but this is not consistent with previous partitions, which have "
                          f"{replication_factor} replica(s).")
@@ -110,12 +110,12 @@ def _plan_topic(broker, topic: dict) -> tuple[int, dict[str, str]]:
     if name in controller.topics:
         raise AdminError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
     if problem:
-        raise AdminError(ErrorCode.INVALID_TOPIC, problem)
+        raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
     key = cfg.collision_key(name)
     if key != name or "_" in name:
         for existing in controller.topics:
             if cfg.collision_key(existing) == key:
-                raise AdminError(ErrorCode.INVALID_TOPIC,
+                raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                  f"Topic '{name}' collides with existing topic: {existing}")
     requested = {c["name"]: c.get("value") for c in topic.get("configs") or ()}
     try:
@@ -139,13 +139,13 @@ def _plan_topic(broker, topic: dict) -> tuple[int, dict[str, str]]:
         for assignment in assignments:
             index = assignment["partition_index"]
             if index in seen:
-                raise AdminError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"Found multiple manual partition assignments for partition {index}")
             seen.add(index)
             _check_assignment(list(assignment.get("broker_ids") or []), node_id, factor)
             factor = len(assignment["broker_ids"])
         if seen != set(range(len(seen))):
-            raise AdminError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+            raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              "partitions should be a consecutive 0-based integer sequence")
         return len(seen), configs
     if replication_factor < -1 or replication_factor == 0:
@@ -321,7 +321,7 @@ def _plan_partitions(controller, topic: dict) -> None:
     assignments = topic.get("assignments")
     if assignments is not None:
         if len(assignments) != additional:
-            raise AdminError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+            raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              f"Attempted to add {additional} additional partition(s), but only "
                              f"{len(assignments)} assignment(s) were specified.")
         for assignment in assignments:
@@ -370,7 +370,7 @@ async def _delete_partition(broker, name: str, partition: int, offset: int) -> t
     if info is None or not 0 <= partition < info.num_partitions:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
     if info.internal or name in cfg.INTERNAL_TOPICS:
-        return ErrorCode.INVALID_TOPIC, -1
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, -1
     if not _deletes_allowed(broker, info):
         return ErrorCode.POLICY_VIOLATION, -1
     try:

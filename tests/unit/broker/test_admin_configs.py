@@ -87,7 +87,7 @@ async def test_describe_unknown_and_invalid_topics(broker):
     res = await describe(broker, TOPIC, "missing")
     assert (res["error_code"], res["error_message"], res["configs"]) == (3, None, [])
     res = await describe(broker, TOPIC, "bad/name")
-    assert res["error_code"] == ErrorCode.INVALID_TOPIC
+    assert res["error_code"] == ErrorCode.INVALID_TOPIC_EXCEPTION
 
 
 async def test_describe_broker(broker):

@@ -109,7 +109,7 @@ async def test_validate_only_creates_nothing(broker):
 ])
 async def test_invalid_topic_names(broker, name, message):
     res = (await create(broker, topic(name)))[name]
-    assert res["error_code"] == ErrorCode.INVALID_TOPIC == 17
+    assert res["error_code"] == ErrorCode.INVALID_TOPIC_EXCEPTION == 17
     assert res["error_message"] == message
 
 

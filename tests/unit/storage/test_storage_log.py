@@ -86,7 +86,7 @@ def test_corrupt_and_oversized_batches_are_rejected_without_changing_the_log(tmp
         log.append(good + good)  # append() takes exactly one batch
     with pytest.raises(KafkaError) as exc:
         log.append(batch(1, value=b"x" * 600))
-    assert exc.value.code == ErrorCode.MESSAGE_SIZE_TOO_LARGE
+    assert exc.value.code == ErrorCode.MESSAGE_TOO_LARGE
     assert log.log_end_offset == 0 and log.active.size == 0
     assert log.append(good).base_offset == 0
 
