@@ -202,11 +202,25 @@ def latency(bootstrap: str, topic: str, rate: int, seconds: float) -> dict:
     }
 
 
-def one_round(name: str, argv_for_port, scale: float, workdir: Path) -> dict:
+def start_seconds(name: str, argv_for_port, workdir: Path, samples: int) -> float:
+    """Median of several start -> first Metadata answer -> stop cycles on the same data dir.
+
+    One start is at the mercy of whatever the machine is doing (the previous round's broker
+    still flushing, say); the median of a few is the figure to compare."""
+    times = []
+    for _ in range(samples):
+        broker = BrokerProcess(name, argv_for_port, workdir)
+        times.append(broker.start_seconds)
+        broker.stop()
+    return statistics.median(times)
+
+
+def one_round(name: str, argv_for_port, scale: float, workdir: Path, start_samples: int) -> dict:
+    start_s = start_seconds(name, argv_for_port, workdir, start_samples)
     broker = BrokerProcess(name, argv_for_port, workdir)
     try:
         time.sleep(1.0)  # idle RSS once start-up work has settled
-        result = {"broker": name, "start_s": broker.start_seconds, "idle_rss_mb": rss_kib(broker.proc.pid, "VmRSS") / 1024}
+        result = {"broker": name, "start_s": start_s, "idle_rss_mb": rss_kib(broker.proc.pid, "VmRSS") / 1024}
         small = int(1_000_000 * scale)
         large = int(200_000 * scale)  # 200 MB of 1 KiB messages at scale 1
         for label, count, size, acks in (
@@ -256,6 +270,7 @@ def main() -> None:
     ap.add_argument("--tansu", help="path to the tansu binary (downloaded when omitted)")
     ap.add_argument("--only", choices=["minikafka", "tansu"], help="measure one broker only")
     ap.add_argument("--json", help="write every round's raw result here")
+    ap.add_argument("--start-samples", type=int, default=5, help="starts per round for the start-up median")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="bench-pc-") as tmp:
@@ -273,7 +288,7 @@ def main() -> None:
         for i in range(args.runs):
             order = brokers if i % 2 == 0 else list(reversed(brokers))
             for name, argv in order:
-                r = one_round(name, argv(i), args.scale, workdir)
+                r = one_round(name, argv(i), args.scale, workdir, args.start_samples)
                 print(json.dumps(r), flush=True)
                 rounds.append(r)
         if args.json:
