@@ -220,7 +220,12 @@ class LosingProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
-            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:
+                # The broker is already gone (test teardown) while the client reconnects.
+                client.close()
+                continue
             pending = {}
             threading.Thread(target=self._client_to_broker, args=(client, upstream, pending), daemon=True).start()
             threading.Thread(target=self._broker_to_client, args=(upstream, client, pending), daemon=True).start()
