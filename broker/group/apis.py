@@ -37,7 +37,7 @@ from typing import Optional
 from protocol.errors import ErrorCode
 
 from .coordinator import OFFSETS_TOPIC, GroupCoordinator
-from .shard import GroupConfig, join_error, sync_error
+from .shard import GroupConfig, every_partition, join_error, sync_error
 from .timer import AsyncioTimer
 
 log = logging.getLogger("minikafka.group")
@@ -199,17 +199,12 @@ def _partition_exists(ctx, topic: str, partition: int) -> bool:
 async def offset_commit(ctx, body: dict) -> dict:
     topics = body.get("topics") or []
 
-    def everywhere(code: ErrorCode) -> dict:
-        return {"throttle_time_ms": 0, "topics": [{"name": t["name"], "partitions": [
-            {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]}
-            for t in topics]}
-
     group_id = body["group_id"]
     if not group_id:
-        return everywhere(ErrorCode.INVALID_GROUP_ID)
+        return {"throttle_time_ms": 0, **every_partition(topics, ErrorCode.INVALID_GROUP_ID)}
     shard, error = _check(ctx, group_id)
     if shard is None:
-        return everywhere(error)
+        return {"throttle_time_ms": 0, **every_partition(topics, error)}
     errors: dict[tuple[str, int], ErrorCode] = {}
     known_topics = []
     for t in topics:
@@ -232,17 +227,12 @@ async def offset_commit(ctx, body: dict) -> dict:
 async def txn_offset_commit(ctx, body: dict) -> dict:
     topics = body.get("topics") or []
 
-    def everywhere(code: ErrorCode) -> dict:
-        return {"throttle_time_ms": 0, "topics": [{"name": t["name"], "partitions": [
-            {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]}
-            for t in topics]}
-
     group_id = body["group_id"]
     if not group_id:
-        return everywhere(ErrorCode.INVALID_GROUP_ID)
+        return {"throttle_time_ms": 0, **every_partition(topics, ErrorCode.INVALID_GROUP_ID)}
     shard, error = _check(ctx, group_id)
     if shard is None:
-        return everywhere(error)
+        return {"throttle_time_ms": 0, **every_partition(topics, error)}
     response = shard.txn_commit_offsets(body, ctx.api_version)
     return {"throttle_time_ms": 0, "topics": response["topics"]}
 

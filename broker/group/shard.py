@@ -179,7 +179,7 @@ def _append_error(exc: BaseException) -> ErrorCode:
 
 
 
-def _every_partition(topics: list, code: ErrorCode) -> dict:
+def every_partition(topics: list, code: ErrorCode) -> dict:
     """An OffsetCommit-shaped response giving every requested partition the same error."""
     return {"topics": [{"name": t["name"], "partitions": [
         {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]}
@@ -890,7 +890,7 @@ class CoordinatorShard:
                 group = self._create_group(group_id)
             self._validate_offset_commit(group, member_id, instance_id, generation)
         except GroupError as exc:
-            return _empty(_every_partition(topics, exc.code))
+            return _empty(every_partition(topics, exc.code))
 
         if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE) and group.has_member(member_id):
             # A classic member's commits keep its session alive.
@@ -1031,7 +1031,7 @@ class CoordinatorShard:
                 if generation != group.generation_id:
                     raise GroupError(ErrorCode.ILLEGAL_GENERATION)
         except GroupError as exc:
-            return _empty(_every_partition(topics, exc.code))
+            return _empty(every_partition(topics, exc.code))
 
         now = self._now()
         records: list[Record] = []

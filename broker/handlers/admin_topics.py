@@ -177,24 +177,31 @@ def _created_configs(broker, overrides: dict[str, str]) -> list[dict]:
     return entries
 
 
+def _once_per_name(topics):
+    """Each named topic once, with whether the request named it more than once.
+
+    Kafka answers a name given twice with one INVALID_REQUEST result for that name."""
+    counts = Counter(t["name"] for t in topics)
+    seen: set[str] = set()
+    for topic in topics:
+        if topic["name"] not in seen:
+            seen.add(topic["name"])
+            yield topic, counts[topic["name"]] > 1
+
+
 async def create_topics(ctx, body: dict) -> dict:
     broker = ctx.broker
     controller = broker.controller
     validate_only = bool(body.get("validate_only", False))
     topics = body.get("topics") or []
-    counts = Counter(t["name"] for t in topics)
     results = []
-    reported: set[str] = set()
-    for topic in topics:
+    for topic, duplicated in _once_per_name(topics):
         name = topic["name"]
-        if name in reported:
-            continue
-        reported.add(name)
         result = {"name": name, "topic_id": ZERO_UUID, "error_code": 0, "error_message": None,
                   "topic_config_error_code": 0, "num_partitions": -1, "replication_factor": -1,
                   "configs": []}
         results.append(result)
-        if counts[name] > 1:
+        if duplicated:
             result.update(error_code=int(ErrorCode.INVALID_REQUEST), error_message="Duplicate topic name.")
             continue
         try:
@@ -332,17 +339,12 @@ async def create_partitions(ctx, body: dict) -> dict:
     controller = ctx.broker.controller
     validate_only = bool(body.get("validate_only", False))
     topics = body.get("topics") or []
-    counts = Counter(t["name"] for t in topics)
     results = []
-    reported: set[str] = set()
-    for topic in topics:
+    for topic, duplicated in _once_per_name(topics):
         name = topic["name"]
-        if name in reported:
-            continue
-        reported.add(name)
         result = {"name": name, "error_code": 0, "error_message": None}
         results.append(result)
-        if counts[name] > 1:
+        if duplicated:
             result.update(error_code=int(ErrorCode.INVALID_REQUEST), error_message="Duplicate topic name.")
             continue
         try:
