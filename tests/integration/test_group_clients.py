@@ -116,7 +116,11 @@ class Consumer:
                 if self.paused.is_set():
                     time.sleep(0.05)
                     continue
-                batch = c.poll(timeout_ms=100)
+                # kafka-python 3.0.12 can lose a rebalance when poll() times out between its JoinGroup
+                # and SyncGroup: the SyncGroup answer arrives but heartbeats never resume and the
+                # session expires (seen under load; the broker's answers were all correct).  A poll
+                # timeout longer than a join + sync round trip keeps the client out of that path.
+                batch = c.poll(timeout_ms=1000)
                 got = [r.value.decode() for recs in batch.values() for r in recs]
                 self.values.extend(got)
                 if got:

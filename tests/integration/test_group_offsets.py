@@ -97,8 +97,10 @@ def test_broker_restart_keeps_offsets_and_group_state(tmp_path, kill):
         consumer = Consumer("kafka-python", broker.bootstrap, "survivor", session_ms=15000)
         wait_until(lambda: len(set(consumer.values)) >= 40 and len(consumer.assigned) == PARTITIONS,
                    what="40 consumed and committed")
-        time.sleep(0.3)
         admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        # The consumer commits after it processes: wait for the commits rather than for time.
+        wait_until(lambda: {om.offset for om in admin.list_group_offsets("survivor")["survivor"].values()} == {10},
+                   what="every partition committed at 10")
         before = admin.describe_groups(["survivor"])["survivor"]
         offsets_before = admin.list_group_offsets("survivor")["survivor"]
         admin.close()
