@@ -6,8 +6,9 @@ COPY protocol ./protocol
 COPY storage ./storage
 COPY broker ./broker
 COPY pipeline ./pipeline
+COPY minikafka ./minikafka
 RUN pip install --no-cache-dir .
 VOLUME /data
 EXPOSE 9092
 # Bind every interface inside the container, but advertise the address clients on the host use.
-CMD ["python", "-m", "broker", "serve", "--host", "0.0.0.0", "--port", "9092", "--advertised-host", "localhost", "--data-dir", "/data"]
+CMD ["python", "-m", "minikafka", "serve", "--host", "0.0.0.0", "--port", "9092", "--advertised-host", "localhost", "--data-dir", "/data"]

@@ -30,7 +30,7 @@ $(TEST_STAMP): pyproject.toml | $(PY)
 install: $(RUN_STAMP)
 
 run: $(RUN_STAMP)
-	$(PY) -m broker serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
+	$(PY) -m minikafka serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
 # kcat and a JDK (for the Java client test) come from Debian's packages; the Java client jars
 # from a PyPI wheel.  The script installs only what is missing.

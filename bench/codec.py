@@ -18,12 +18,11 @@ import time
 import timeit
 import uuid
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from protocol import codec  # noqa: E402
+from minikafka.protocol import codec  # noqa: E402
 
 try:
-    from protocol.records import build_batch  # noqa: E402
+    from minikafka.protocol.records import build_batch  # noqa: E402
 except ImportError:  # pragma: no cover - the lead's module
     build_batch = None
 

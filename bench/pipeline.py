@@ -37,7 +37,6 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -47,9 +46,9 @@ TUNED = {"max.partition.fetch.bytes": 8 * 1024 * 1024, "fetch.max.bytes": 64 * 1
 
 
 def start_broker(tmp: Path):
-    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
     log = open(tmp / "broker.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "broker", "serve", "--host", "127.0.0.1",
+    proc = subprocess.Popen([sys.executable, "-m", "minikafka", "serve", "--host", "127.0.0.1",
                              "--port", "0", "--data-dir", str(tmp / "data")],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log)
     # readline() blocks: a timer kills a broker that never becomes ready, which ends the loop.
@@ -133,8 +132,6 @@ def plain_consumer(bootstrap: str, topic: str, expected: int, extra: dict,
 def spark_session():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master("local[2]").appName("bench-pipeline")
@@ -143,7 +140,7 @@ def spark_session():
              .config("spark.ui.showConsoleProgress", "false")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    from pipeline import register
+    from minikafka.pipeline import register
 
     register(spark)
     return spark

@@ -92,7 +92,7 @@ class BrokerProcess:
 
 
 def minikafka_argv(data_dir: Path):
-    return lambda port: [sys.executable, "-m", "broker", "serve", "--host", "127.0.0.1", "--port", str(port),
+    return lambda port: [sys.executable, "-m", "minikafka", "serve", "--host", "127.0.0.1", "--port", str(port),
                          "--data-dir", str(data_dir), "--log-level", "WARNING"]
 
 

@@ -33,12 +33,11 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import crc32c  # noqa: E402
 
-from protocol.records import build_batch, read_header  # noqa: E402
-from storage import PartitionLog  # noqa: E402
+from minikafka.protocol.records import build_batch, read_header  # noqa: E402
+from minikafka.storage import PartitionLog  # noqa: E402
 
 
 def make_batch(batch_bytes: int) -> bytearray:

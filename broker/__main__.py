@@ -1,4 +1,4 @@
-"""``python -m broker [serve ...]``: same as the ``minikafka`` command."""
+"""``python -m minikafka.broker [serve ...]``: same as ``python -m minikafka``."""
 
 from .cli import main
 

@@ -1,4 +1,4 @@
-"""``minikafka serve`` / ``python -m broker serve``: run the broker until SIGINT or SIGTERM.
+"""``minikafka serve`` / ``python -m minikafka serve``: run the broker until SIGINT or SIGTERM.
 
 Once the listening socket accepts connections one line is printed on stdout::
 
@@ -140,7 +140,7 @@ def serve(config: BrokerConfig) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
-        argv = ["serve"]  # `python -m broker` with no arguments serves with defaults
+        argv = ["serve"]  # `python -m minikafka` with no arguments serves with defaults
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command != "serve":

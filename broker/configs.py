@@ -240,7 +240,7 @@ def _storage_flush_ms() -> int:
     # Storage flushes on a timer by default (a single node has no replicas to rely on), so that
     # is the flush.ms DescribeConfigs must report.
     try:
-        from storage.config import LogConfig
+        from minikafka.storage.config import LogConfig
         return int(LogConfig().flush_ms)
     except Exception:  # pragma: no cover - storage written in parallel
         return LONG_MAX
@@ -451,7 +451,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
 def _complete_broker_table() -> None:
     # Anything broker.config knows but this table lacks is still described, read-only.
     try:
-        from broker.config import BROKER_SETTINGS
+        from minikafka.broker.config import BROKER_SETTINGS
     except Exception:  # pragma: no cover - broker.config is written in parallel
         return
     types = {"boolean": T.BOOLEAN, "int": T.INT, "long": T.LONG, "short": T.SHORT, "double": T.DOUBLE,

@@ -27,8 +27,8 @@ import logging
 from collections import deque
 from typing import Any, Callable
 
-from protocol.errors import ProtocolError, UnsupportedVersionError
-from protocol.framing import FrameDecoder
+from minikafka.protocol.errors import ProtocolError, UnsupportedVersionError
+from minikafka.protocol.framing import FrameDecoder
 
 from .context import RequestContext
 
@@ -52,7 +52,7 @@ class _Slot:
 
 
 def _default_codec():
-    from protocol import codec
+    from minikafka.protocol import codec
 
     return codec.decode_request, codec.encode_response
 

@@ -26,7 +26,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
 
 from .config import BrokerConfig, ConfigError, validate_topic_config
 from .producer_state import ProducerIdManager, ProducerStateManager
@@ -227,7 +227,7 @@ class Controller:
                 raise KafkaError(INVALID_CONFIG, str(exc)) from None
             clean[key] = str(value)
         try:
-            from storage.config import LogConfig
+            from minikafka.storage.config import LogConfig
 
             LogConfig.from_kafka(clean)
         except ImportError:
@@ -332,8 +332,8 @@ def open_storage(config: BrokerConfig, now_ms: Callable[[], int] | None = None):
     """Open storage's metadata log and log manager under ``config.data_dir``."""
     import os
 
-    from storage.manager import LogManager
-    from storage.metadata_log import MetadataLog
+    from minikafka.storage.manager import LogManager
+    from minikafka.storage.metadata_log import MetadataLog
 
     os.makedirs(config.data_dir, exist_ok=True)
     metadata_log = MetadataLog(os.path.join(config.data_dir, METADATA_LOG_FILE), now_ms=now_ms)

@@ -94,7 +94,7 @@ class Broker:
     # -- API registry ------------------------------------------------------------------------
 
     def build_registry(self) -> None:
-        from protocol.apis import ApiRegistry
+        from minikafka.protocol.apis import ApiRegistry
 
         from .handlers import HANDLER_MODULES
 
@@ -107,7 +107,7 @@ class Broker:
                 register(self.registry, self)
 
     def registry_range(self, api_key: int) -> tuple[int, int]:
-        from protocol.apis import SERVE
+        from minikafka.protocol.apis import SERVE
 
         return self.registry.version_range(api_key) or SERVE[api_key]
 

@@ -24,7 +24,7 @@ import os
 import sys
 from pathlib import Path
 
-from pipeline.options import FORMAT_NAME
+from minikafka.pipeline.options import FORMAT_NAME
 
 EVENT_SCHEMA = "key STRING, value DOUBLE, ts LONG"
 
@@ -65,15 +65,15 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def _prepare_local_env() -> None:
-    # Python workers are forked by the JVM with its environment: give them this interpreter
-    # and make this package importable even when it was not pip-installed.
+    # Python workers are forked by the JVM with its environment: give them this interpreter,
+    # and the zip this package came from when it was shipped as one (pipeline/pack.py).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    root = str(Path(__file__).resolve().parents[1])
+    container = Path(__file__).resolve().parents[2]
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
-    if root not in paths:
-        os.environ["PYTHONPATH"] = os.pathsep.join([root] + [p for p in paths if p])
+    if container.is_file() and str(container) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(container)] + [p for p in paths if p])
 
 
 def get_session(args: argparse.Namespace):
@@ -109,7 +109,7 @@ def build_query(spark, args: argparse.Namespace):
     from pyspark.sql import functions as F
 
     if args.format == FORMAT_NAME:
-        from pipeline.source import register
+        from minikafka.pipeline.source import register
 
         register(spark)
     kafka = _kafka_options(args)

@@ -366,14 +366,15 @@ def register(spark) -> str:
     """Register the source with ``spark`` and return its format name.
 
     Spark's Python workers unpickle the source by module name. When this package was shipped
-    as a zip (``spark-submit --py-files pipeline.zip``) the zip is also added with
-    ``addPyFile``: the driver-side planner workers of Python data sources do not see
-    ``--py-files`` in Spark 4 and would fail with ``No module named 'pipeline'``.
+    as a zip (``python -m minikafka.pipeline.pack``, then ``spark-submit --py-files``) the
+    zip is also added with ``addPyFile``: the driver-side planner workers of Python data
+    sources do not see ``--py-files`` in Spark 4 and would fail with
+    ``No module named 'minikafka'``.
     """
     import zipfile
     from pathlib import Path
 
-    container = Path(__file__).resolve().parent.parent
+    container = Path(__file__).resolve().parents[2]  # the zip holding minikafka/pipeline/
     if container.is_file() and zipfile.is_zipfile(container):
         spark.sparkContext.addPyFile(str(container))
     spark.dataSource.register(KafkaDataSource)

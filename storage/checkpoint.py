@@ -22,7 +22,7 @@ import os
 import struct
 from typing import NamedTuple
 
-from protocol.primitives import crc32c
+from minikafka.protocol.primitives import crc32c
 
 from . import fs
 

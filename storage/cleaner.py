@@ -32,7 +32,7 @@ import os
 import struct
 from typing import TYPE_CHECKING
 
-from protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, build_batch, iter_records, set_crc
+from minikafka.protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, build_batch, iter_records, set_crc
 
 from . import fs
 from .segment import CLEANED_SUFFIX, Segment

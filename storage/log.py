@@ -32,9 +32,9 @@ from bisect import bisect_right
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Iterator, NamedTuple
 
-from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
-from protocol.primitives import crc32c as _crc32c
-from protocol.records import (
+from minikafka.protocol.errors import CorruptRecordError, ErrorCode, KafkaError
+from minikafka.protocol.primitives import crc32c as _crc32c
+from minikafka.protocol.records import (
     ATTRIBUTES_OFFSET,
     BATCH_HEADER_SIZE,
     CONTROL_BIT,

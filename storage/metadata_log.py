@@ -30,7 +30,7 @@ import time
 import uuid
 from typing import Callable
 
-from protocol.primitives import crc32c
+from minikafka.protocol.primitives import crc32c
 
 from . import fs
 

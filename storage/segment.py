@@ -15,8 +15,8 @@ import struct
 from bisect import bisect_right
 from collections import OrderedDict
 
-from protocol.errors import CorruptRecordError
-from protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, compute_crc, read_header
+from minikafka.protocol.errors import CorruptRecordError
+from minikafka.protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, compute_crc, read_header
 
 from . import fs
 from .index import OffsetIndex, TimeIndex

@@ -34,7 +34,7 @@ import logging
 import time
 from typing import Optional
 
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
 from .coordinator import OFFSETS_TOPIC, GroupCoordinator
 from .shard import GroupConfig, every_partition, join_error, sync_error

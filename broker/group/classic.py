@@ -13,7 +13,7 @@ import uuid
 from collections import Counter
 from typing import Callable, Optional
 
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
 from .member import EMPTY_ASSIGNMENT, Member, Respond
 from .state import VALID_PREVIOUS, GroupState, IllegalStateTransition

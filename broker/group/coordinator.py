@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
 from .partitioner import partition_for
 from .shard import CoordinatorShard, GroupConfig, OffsetsLog

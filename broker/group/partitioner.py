@@ -9,7 +9,7 @@ and clients that cache coordinators expect Kafka's layout.
 
 from __future__ import annotations
 
-from protocol.primitives import java_string_hash
+from minikafka.protocol.primitives import java_string_hash
 
 
 def kafka_abs(n: int) -> int:

@@ -21,7 +21,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.errors import CorruptRecordError
+from minikafka.protocol.errors import CorruptRecordError
 
 # A field: (name, type, first version, last version).  Types: int16, int32, int64, string,
 # nullable_string, bytes, or a nested field list for an array of structs.

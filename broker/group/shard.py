@@ -26,8 +26,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional, Protocol
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import (
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.records import (
     CONTROL_COMMIT,
     build_batch,
     build_control_batch,

@@ -7,15 +7,15 @@ is skipped with a log line, so parallel work never breaks the broker.
 """
 
 HANDLER_MODULES: list[str] = [
-    "broker.handlers.api_versions",
-    "broker.handlers.metadata",
-    "broker.handlers.produce",
-    "broker.handlers.fetch",
-    "broker.handlers.list_offsets",
-    "broker.handlers.offset_for_leader_epoch",
-    "broker.handlers.init_producer_id",
-    "broker.handlers.admin_topics",
-    "broker.handlers.admin_configs",
-    "broker.handlers.admin_cluster",
-    "broker.group.apis",
+    "minikafka.broker.handlers.api_versions",
+    "minikafka.broker.handlers.metadata",
+    "minikafka.broker.handlers.produce",
+    "minikafka.broker.handlers.fetch",
+    "minikafka.broker.handlers.list_offsets",
+    "minikafka.broker.handlers.offset_for_leader_epoch",
+    "minikafka.broker.handlers.init_producer_id",
+    "minikafka.broker.handlers.admin_topics",
+    "minikafka.broker.handlers.admin_configs",
+    "minikafka.broker.handlers.admin_cluster",
+    "minikafka.broker.group.apis",
 ]

@@ -11,7 +11,7 @@ v2 (``include_fenced_brokers``, ``is_fenced``) is not served.
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
 DESCRIBE_CLUSTER = 60
 BROKERS_ENDPOINT = 1

@@ -22,10 +22,10 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
-from protocol.errors import ErrorCode, KafkaError, error_name
+from minikafka.protocol.errors import ErrorCode, KafkaError, error_name
 
-from broker import configs as cfg
-from broker.configs import AlterConfigOp, ResourceType
+from minikafka.broker import configs as cfg
+from minikafka.broker.configs import AlterConfigOp, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def _select(all_names, keys) -> list[str]:
 _LOG4J_TO_PY = {"TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING,
                 "ERROR": logging.ERROR, "FATAL": logging.CRITICAL, "OFF": logging.CRITICAL + 10,
                 "ALL": 1}
-_LOGGER_PACKAGES = ("broker", "storage", "protocol", "minikafka")
+_LOGGER_PACKAGES = ("minikafka",)
 
 
 def _log4j_level(level: int) -> str:

@@ -32,9 +32,9 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from protocol.errors import ErrorCode, KafkaError, error_name
+from minikafka.protocol.errors import ErrorCode, KafkaError, error_name
 
-from broker import configs as cfg
+from minikafka.broker import configs as cfg
 
 log = logging.getLogger(__name__)
 

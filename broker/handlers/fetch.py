@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from protocol.errors import KafkaError
+from minikafka.protocol.errors import KafkaError
 
 from .leader_epoch import leader_epoch_error
 

@@ -4,7 +4,7 @@ Fetch, ListOffsets and OffsetForLeaderEpoch carry the ``current_leader_epoch`` t
 believes in (-1: no check) and Kafka answers them alike, so the rule lives here once.
 """
 
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
 LEADER_EPOCH = 0
 

@@ -14,7 +14,7 @@ FENCED_LEADER_EPOCH.  Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION.
 
 from __future__ import annotations
 
-from protocol.errors import KafkaError
+from minikafka.protocol.errors import KafkaError
 
 from .leader_epoch import LEADER_EPOCH, leader_epoch_error
 

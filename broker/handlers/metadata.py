@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import uuid
 
-from protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("minikafka.metadata")
 

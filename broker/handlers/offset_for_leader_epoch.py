@@ -15,7 +15,7 @@ v2 adds current_leader_epoch, v3 replica_id, v4 is flexible.
 
 from __future__ import annotations
 
-from protocol.errors import KafkaError
+from minikafka.protocol.errors import KafkaError
 
 from .leader_epoch import LEADER_EPOCH, leader_epoch_error
 

@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import logging
 
-from protocol.errors import CorruptRecordError, KafkaError
-from protocol.records import BATCH_HEADER_SIZE, crc_ok, read_header, set_partition_leader_epoch
+from minikafka.protocol.errors import CorruptRecordError, KafkaError
+from minikafka.protocol.records import BATCH_HEADER_SIZE, crc_ok, read_header, set_partition_leader_epoch
 
 log = logging.getLogger("minikafka.produce")
 

@@ -1,6 +1,6 @@
 """Start the real broker as a subprocess for integration tests.
 
-``start_broker(tmp_path, **overrides)`` runs ``python -m broker serve --port 0 --data-dir ...``
+``start_broker(tmp_path, **overrides)`` runs ``python -m minikafka serve --port 0 --data-dir ...``
 with the venv's Python, waits (at most 15 s) for the readiness line carrying the real port and
 returns a :class:`BrokerProcess`.  Override names use underscores for dots
 (``group_min_session_timeout_ms=100`` becomes ``--override group.min.session.timeout.ms=100``).
@@ -35,7 +35,7 @@ def _python() -> str:
 
 
 class BrokerProcess:
-    """A running ``python -m broker serve``; ``restart()`` keeps its data dir and port."""
+    """A running ``python -m minikafka serve``; ``restart()`` keeps its data dir and port."""
 
     def __init__(self, tmp_path: Path, overrides: dict, *, data_dir: Path | None = None,
                  port: int = 0, extra_args: tuple[str, ...] = ()):
@@ -56,7 +56,7 @@ class BrokerProcess:
         return f"{self.host}:{self.port}"
 
     def _command(self) -> list[str]:
-        cmd = [_python(), "-m", "broker", "serve", "--host", "127.0.0.1", "--port", str(self.port),
+        cmd = [_python(), "-m", "minikafka", "serve", "--host", "127.0.0.1", "--port", str(self.port),
                "--data-dir", str(self.data_dir)]
         for name, value in self.overrides.items():
             if isinstance(value, bool):
@@ -72,7 +72,6 @@ class BrokerProcess:
         log.flush()
         env = dict(os.environ)
         env["PYTHONUNBUFFERED"] = "1"
-        env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         self.proc = subprocess.Popen(self._command(), cwd=str(REPO_ROOT), env=env,
                                      stdout=subprocess.PIPE, stderr=log)
         log.close()
@@ -224,7 +223,7 @@ class RawClient:
         self.correlation_id = 0
 
     def encode(self, api_key: int, version: int, body: dict) -> tuple[int, bytes]:
-        from protocol.codec import encode_request
+        from minikafka.protocol.codec import encode_request
 
         self.correlation_id += 1
         return self.correlation_id, encode_request(api_key, version, self.correlation_id, self.client_id, body)
@@ -246,7 +245,7 @@ class RawClient:
         return bytes(buf)
 
     def read_response(self, api_key: int, version: int) -> tuple[int, dict]:
-        from protocol.codec import decode_response
+        from minikafka.protocol.codec import decode_response
 
         return decode_response(api_key, version, self.read_frame())
 

@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from conftest import RawClient, start_broker
-from protocol.records import iter_batches, iter_records
+from minikafka.protocol.records import iter_batches, iter_records
 
 # Recent CreateTime timestamps: records older than retention.ms (7 days) may be deleted by the
 # broker's retention task at any moment, as in Kafka.

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import RawClient, start_broker
-from protocol.records import build_batch
+from minikafka.protocol.records import build_batch
 
 TS = int(time.time() * 1000)
 
@@ -344,7 +344,7 @@ def test_idempotent_producer_retry_after_lost_response_does_not_duplicate(tmp_pa
         assert proxy.dropped == 1  # a Produce response really was lost
         stored = _stored(handle.port, topic)
         assert all(h.producer_id >= 0 for h, _ in stored)
-        from protocol.records import iter_records
+        from minikafka.protocol.records import iter_records
 
         got = [r.value for _, data in stored for r in iter_records(data)]
         assert got == values  # every record exactly once, in order
@@ -369,7 +369,7 @@ def test_every_served_produce_fetch_and_list_offsets_version(shared):
             part = c.request(1, version, body)["responses"][0]["partitions"][0]
             assert part["error_code"] == 0 and part["high_watermark"] == 18, version
             assert part["aborted_transactions"] == [], version
-            from protocol.records import iter_batches
+            from minikafka.protocol.records import iter_batches
 
             assert [h.base_offset for _, h in iter_batches(bytes(part["records"]))][0] == 4, version
         for version in range(1, 8):

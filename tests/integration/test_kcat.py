@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from protocol.records import iter_batches
+from minikafka.protocol.records import iter_batches
 
 from clienttools import require_tool
 

@@ -54,11 +54,8 @@ def spark():
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    # Spark's Python workers are started by the JVM with this environment; they unpickle the
-    # data source by module name, so the repo root must be importable there too.
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if str(REPO_ROOT) not in paths:
-        os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + paths)
+    # Spark's Python workers run this interpreter (PYSPARK_PYTHON), where minikafka is
+    # installed, and unpickle the data source by its module name, minikafka.pipeline.source.
     from pyspark.sql import SparkSession
 
     session = (SparkSession.builder.master("local[2]")
@@ -71,7 +68,7 @@ def spark():
                .config("spark.sql.streaming.stopTimeout", "10s")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
-    from pipeline import register
+    from minikafka.pipeline import register
 
     register(session)
     try:

@@ -10,7 +10,7 @@ from collections import defaultdict
 
 import pytest
 
-from pipeline import job
+from minikafka.pipeline import job
 
 BASE_MS = 1_700_000_040_000  # on a minute boundary, so the 1-minute windows are predictable
 

@@ -4,7 +4,7 @@ import pickle
 
 import pytest
 
-from pipeline.options import (
+from minikafka.pipeline.options import (
     EARLIEST,
     LATEST,
     OffsetPlanError,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError
 
-from pipeline.client import KafkaReadError, read_range
-from pipeline.options import OffsetRange, parse_source_options
-from pipeline.source import _arrow_schema, source_schema
+from minikafka.pipeline.client import KafkaReadError, read_range
+from minikafka.pipeline.options import OffsetRange, parse_source_options
+from minikafka.pipeline.source import _arrow_schema, source_schema
 
 SCHEMA = _arrow_schema(source_schema(True))
 

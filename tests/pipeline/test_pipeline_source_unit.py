@@ -6,8 +6,8 @@ import socket
 import pyarrow as pa
 import pytest
 
-from pipeline.options import OffsetRange, OptionError, parse_source_options
-from pipeline.source import (
+from minikafka.pipeline.options import OffsetRange, OptionError, parse_source_options
+from minikafka.pipeline.source import (
     KafkaDataSource,
     KafkaPartition,
     KafkaStreamReader,

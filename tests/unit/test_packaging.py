@@ -32,3 +32,74 @@ def test_ci_runs_make_test_and_readme_names_both_commands():
     assert "make run" in readme and "make test" in readme
     makefile = (ROOT / "Makefile").read_text()
     assert "--port $(PORT) --data-dir $(DATA)" in makefile
+
+
+# -- One import package ----------------------------------------------------------------------
+
+def _declared_packages() -> tuple[list[str], dict[str, str]]:
+    import tomllib
+
+    setup = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    return setup["packages"], setup["package-dir"]
+
+
+def test_every_source_folder_is_a_declared_package():
+    packages, package_dir = _declared_packages()
+    found = set()
+    for package, folder in package_dir.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            if "__pycache__" in init.parts:
+                continue
+            rel = init.parent.relative_to(ROOT / folder).parts
+            found.add(".".join((package,) + rel))
+    assert found == set(packages)
+    assert all(name == "minikafka" or name.startswith("minikafka.") for name in packages)
+
+
+def test_the_wheel_installs_one_top_level_package(tmp_path):
+    """Build the wheel, install it in a fresh venv and look at what it put into site-packages."""
+    import subprocess
+    import sys
+    import sysconfig
+
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(ROOT)],
+                   check=True, timeout=300, capture_output=True)
+    (wheel,) = wheels.glob("minikafka-*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    # Install with this interpreter's pip into the fresh venv's site-packages (no network needed).
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", site, str(wheel)],
+                   check=True, timeout=300, capture_output=True)
+    installed = {p.name for p in Path(site).iterdir()}
+    top_level = {n for n in installed if not n.endswith((".dist-info", ".pth")) and n != "bin"
+                 and n != "__pycache__"}
+    assert top_level == {"minikafka"}, top_level
+    for name in ("broker", "protocol", "storage", "pipeline", "__main__.py"):
+        assert (Path(site) / "minikafka" / name).exists(), name
+    assert (Path(site) / "minikafka" / "broker" / "group" / "shard.py").exists()
+    # The dependencies come from this venv; its editable finder is not loaded (no .pth there).
+    env = {"PYTHONPATH": sysconfig.get_paths()["purelib"], "PATH": "/usr/bin:/bin"}
+    code = ("import minikafka.broker.server, minikafka.protocol.codec, minikafka.storage.log\n"
+            "print(minikafka.broker.server.__file__)\n"
+            "try:\n    import broker\nexcept ImportError:\n    print('no top-level broker')\n")
+    out = subprocess.run([str(python), "-c", code], env=env, check=True, capture_output=True, text=True,
+                         timeout=60, cwd=tmp_path).stdout
+    assert out.splitlines() == [str(Path(site) / "minikafka" / "broker" / "server.py"), "no top-level broker"]
+    help_text = subprocess.run([str(python), "-m", "minikafka", "serve", "--help"], env=env, check=True,
+                               capture_output=True, text=True, timeout=60, cwd=tmp_path).stdout
+    assert "message.max.bytes" in help_text
+
+
+def test_the_editable_install_has_the_same_names(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import minikafka.broker.server as s, importlib.util\n"
+            "print(s.__name__, importlib.util.find_spec('broker'), importlib.util.find_spec('storage'))\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=60,
+                         cwd=tmp_path).stdout.split()
+    assert out == ["minikafka.broker.server", "None", "None"]

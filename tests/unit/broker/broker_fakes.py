@@ -60,7 +60,7 @@ class DirLogManager(RecordingLogManager):
         self.logs = {}
 
     def open_topic(self, name, num_partitions, configs):
-        from storage import PartitionLog
+        from minikafka.storage import PartitionLog
 
         super().open_topic(name, num_partitions, configs)
         for p in range(num_partitions):
@@ -71,7 +71,7 @@ class DirLogManager(RecordingLogManager):
         return self.logs[(topic, partition)]
 
     def update_topic_config(self, name, configs):
-        from storage import LogConfig
+        from minikafka.storage import LogConfig
 
         super().update_topic_config(name, configs)
         for (topic, _), plog in self.logs.items():
@@ -89,9 +89,9 @@ class FakeBroker:
     def __init__(self, root, now_ms=1_000_000, **overrides):
         import asyncio
 
-        from broker.config import BrokerConfig
-        from broker.controller import Controller
-        from broker.server import AppendWaiters
+        from minikafka.broker.config import BrokerConfig
+        from minikafka.broker.controller import Controller
+        from minikafka.broker.server import AppendWaiters
 
         self.config = BrokerConfig.load(environ={}, overrides=overrides)
         self.meta = MemoryMetadataLog()

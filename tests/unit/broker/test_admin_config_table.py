@@ -2,8 +2,8 @@
 
 import pytest
 
-from broker import configs as cfg
-from broker.config import BROKER_SETTINGS
+from minikafka.broker import configs as cfg
+from minikafka.broker.config import BROKER_SETTINGS
 
 
 @pytest.mark.parametrize("type_, raw, expected", [

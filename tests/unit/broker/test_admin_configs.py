@@ -4,13 +4,13 @@ import logging
 
 import pytest
 
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
-from broker import configs as cfg
-from broker.config import BrokerConfig
-from broker.context import RequestContext
-from broker.controller import Controller
-from broker.handlers import admin_cluster, admin_configs
+from minikafka.broker import configs as cfg
+from minikafka.broker.config import BrokerConfig
+from minikafka.broker.context import RequestContext
+from minikafka.broker.controller import Controller
+from minikafka.broker.handlers import admin_cluster, admin_configs
 from broker_fakes import MemoryMetadataLog, RecordingLogManager
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
@@ -113,7 +113,7 @@ async def test_describe_unsupported_resource_type(broker):
 
 
 async def test_describe_broker_logger(broker):
-    logging.getLogger("broker.handlers.admin_configs")
+    logging.getLogger("minikafka.broker.handlers.admin_configs")
     res = await describe(broker, BROKER_LOGGER, "1")
     configs = by_name(res)
     assert "root" in configs and configs["root"]["config_source"] == 6
@@ -222,12 +222,12 @@ async def test_incremental_broker_and_logger(broker):
     res = await incremental(broker, BROKER, "1", ("message.max.bytes", 2, "5"))
     assert (res["error_code"], res["error_message"]) == (
         40, "Config value append is not allowed for config key: message.max.bytes")
-    res = await incremental(broker, BROKER_LOGGER, "1", ("broker.test.admin.logger", 0, "DEBUG"))
+    res = await incremental(broker, BROKER_LOGGER, "1", ("minikafka.test.admin.logger", 0, "DEBUG"))
     assert res["error_code"] == 0
-    assert logging.getLogger("broker.test.admin.logger").level == logging.DEBUG
+    assert logging.getLogger("minikafka.test.admin.logger").level == logging.DEBUG
     res = await incremental(broker, BROKER_LOGGER, "1", ("root", 1, None))
     assert res["error_code"] == 42
-    res = await incremental(broker, BROKER_LOGGER, "1", ("broker.test.admin.logger", 0, "LOUD"))
+    res = await incremental(broker, BROKER_LOGGER, "1", ("minikafka.test.admin.logger", 0, "LOUD"))
     assert res["error_code"] == 40
 
 

@@ -4,12 +4,12 @@ import uuid
 
 import pytest
 
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
-from broker.config import BrokerConfig
-from broker.context import RequestContext
-from broker.controller import Controller
-from broker.handlers import admin_topics
+from minikafka.broker.config import BrokerConfig
+from minikafka.broker.context import RequestContext
+from minikafka.broker.controller import Controller
+from minikafka.broker.handlers import admin_topics
 from broker_fakes import MemoryMetadataLog, RecordingLogManager
 
 

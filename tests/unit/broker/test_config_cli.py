@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.cli import build_parser, config_from_args
-from broker.config import BrokerConfig, ConfigError, env_name
+from minikafka.broker.cli import build_parser, config_from_args
+from minikafka.broker.config import BrokerConfig, ConfigError, env_name
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -64,7 +64,7 @@ def test_cli_flags_make_run_uses():
 
 
 def test_serve_help_lists_every_flag_and_setting():
-    out = subprocess.run([sys.executable, "-m", "broker", "serve", "--help"], cwd=REPO, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "minikafka", "serve", "--help"], cwd=REPO, capture_output=True,
                          text=True, timeout=30).stdout
     for flag in ("--host", "--port", "--advertised-host", "--advertised-port", "--data-dir", "--node-id",
                  "--config-file", "--override", "--log-level", "MINIKAFKA_", "message.max.bytes",

@@ -7,10 +7,10 @@ import struct
 
 import pytest
 
-from protocol.errors import ProtocolError, UnsupportedVersionError
+from minikafka.protocol.errors import ProtocolError, UnsupportedVersionError
 
-from broker.config import BrokerConfig
-from broker.connection import KafkaConnection
+from minikafka.broker.config import BrokerConfig
+from minikafka.broker.connection import KafkaConnection
 
 
 class Req:
@@ -231,10 +231,10 @@ async def test_unknown_api_closes():
 
 
 async def test_real_codec_api_versions_metadata_and_v0_fallback(tmp_path):
-    from protocol.apis import ApiRegistry
-    from protocol.codec import decode_response, encode_request
+    from minikafka.protocol.apis import ApiRegistry
+    from minikafka.protocol.codec import decode_response, encode_request
 
-    from broker.handlers import api_versions, metadata
+    from minikafka.broker.handlers import api_versions, metadata
     from broker_fakes import FakeBroker
 
     broker = FakeBroker(str(tmp_path))
@@ -269,9 +269,9 @@ async def test_real_codec_api_versions_metadata_and_v0_fallback(tmp_path):
 
 
 def _real_broker(tmp_path):
-    from protocol.apis import ApiRegistry
+    from minikafka.protocol.apis import ApiRegistry
 
-    from broker.handlers import api_versions, fetch, list_offsets, metadata, produce
+    from minikafka.broker.handlers import api_versions, fetch, list_offsets, metadata, produce
     from broker_fakes import FakeBroker
 
     broker = FakeBroker(str(tmp_path))
@@ -290,7 +290,7 @@ async def test_mutated_requests_never_escape_the_connection(tmp_path):
     connection; nothing raises out of data_received and the broker keeps serving."""
     import random
 
-    from protocol.codec import encode_request
+    from minikafka.protocol.codec import encode_request
 
     broker = _real_broker(tmp_path)
     valid = [
@@ -299,7 +299,7 @@ async def test_mutated_requests_never_escape_the_connection(tmp_path):
                                        "allow_auto_topic_creation": False}),
         encode_request(0, 9, 3, "c", {"transactional_id": None, "acks": -1, "timeout_ms": 100, "topic_data": [
             {"name": "t", "partition_data": [{"index": 0, "records": bytes(
-                __import__("protocol.records", fromlist=["build_batch"]).build_batch([(b"k", b"v", [], 1)]))}]}]}),
+                __import__("minikafka.protocol.records", fromlist=["build_batch"]).build_batch([(b"k", b"v", [], 1)]))}]}]}),
         encode_request(1, 12, 4, "c", {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1000,
                                        "isolation_level": 0, "session_id": 0, "session_epoch": -1, "topics": [
                                            {"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 0,

@@ -2,10 +2,10 @@ import uuid
 
 import pytest
 
-from protocol.errors import KafkaError
+from minikafka.protocol.errors import KafkaError
 
-from broker.config import BrokerConfig
-from broker.controller import Controller, topic_name_error
+from minikafka.broker.config import BrokerConfig
+from minikafka.broker.controller import Controller, topic_name_error
 from broker_fakes import MemoryMetadataLog, RecordingLogManager
 
 

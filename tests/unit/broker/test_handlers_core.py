@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from protocol.records import build_batch, iter_batches, read_header
+from minikafka.protocol.records import build_batch, iter_batches, read_header
 
-from broker.handlers import fetch, init_producer_id, list_offsets, metadata, offset_for_leader_epoch, produce
+from minikafka.broker.handlers import fetch, init_producer_id, list_offsets, metadata, offset_for_leader_epoch, produce
 from broker_fakes import Ctx, FakeBroker
 
 
@@ -126,7 +126,7 @@ async def test_idempotent_state_rebuilt_from_log(tmp_path):
     b.logs.close()
     b2 = FakeBroker(str(tmp_path))
     b2.meta.saved = list(b.meta.saved)
-    from broker.controller import Controller
+    from minikafka.broker.controller import Controller
 
     b2.controller = Controller(b2.config, b2.meta, b2.logs)
     dup = part(await _produce(b2, batch(2, pid=42, epoch=3, seq=0)))

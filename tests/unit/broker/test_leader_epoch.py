@@ -1,5 +1,5 @@
-from broker.handlers.leader_epoch import leader_epoch_error
-from protocol.errors import ErrorCode
+from minikafka.broker.handlers.leader_epoch import leader_epoch_error
+from minikafka.protocol.errors import ErrorCode
 
 
 def test_single_node_leader_epoch_rules():

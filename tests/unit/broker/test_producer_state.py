@@ -1,6 +1,6 @@
-from protocol.records import build_batch, read_header
+from minikafka.protocol.records import build_batch, read_header
 
-from broker.producer_state import (
+from minikafka.broker.producer_state import (
     INT32_MAX, INVALID_PRODUCER_EPOCH, NONE, OUT_OF_ORDER_SEQUENCE_NUMBER, PartitionProducerState,
     ProducerIdManager, in_sequence, last_sequence)
 
@@ -87,7 +87,7 @@ def test_producer_ids_never_reused_across_restarts():
 
 
 def test_manager_expires_idle_and_deleted_producers():
-    from broker.producer_state import ProducerStateManager
+    from minikafka.broker.producer_state import ProducerStateManager
 
     mgr = ProducerStateManager()
     a = mgr.for_partition("t", 0)

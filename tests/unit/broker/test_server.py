@@ -1,7 +1,7 @@
 import asyncio
 
-from broker.config import BrokerConfig
-from broker.server import AppendWaiters, Broker
+from minikafka.broker.config import BrokerConfig
+from minikafka.broker.server import AppendWaiters, Broker
 
 
 class CountingController:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import struct
 
-from broker.group.coordinator import GroupCoordinator
-from broker.group.shard import CoordinatorShard, GroupConfig, MemoryOffsetsLog
-from broker.group.state import GroupState
-from broker.group.timer import MockTimer
-from protocol.errors import ErrorCode
+from minikafka.broker.group.coordinator import GroupCoordinator
+from minikafka.broker.group.shard import CoordinatorShard, GroupConfig, MemoryOffsetsLog
+from minikafka.broker.group.state import GroupState
+from minikafka.broker.group.timer import MockTimer
+from minikafka.protocol.errors import ErrorCode
 
 E = ErrorCode
 S = GroupState

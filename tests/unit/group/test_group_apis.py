@@ -7,13 +7,13 @@ import types
 
 import pytest
 
-from broker.context import RequestContext
-from broker.group import apis
-from broker.group.coordinator import GroupCoordinator
-from broker.group.shard import GroupConfig, MemoryOffsetsLog
-from broker.group.timer import MockTimer
-from protocol.codec import decode_request, decode_response, encode_request, encode_response
-from protocol.errors import ErrorCode as E
+from minikafka.broker.context import RequestContext
+from minikafka.broker.group import apis
+from minikafka.broker.group.coordinator import GroupCoordinator
+from minikafka.broker.group.shard import GroupConfig, MemoryOffsetsLog
+from minikafka.broker.group.timer import MockTimer
+from minikafka.protocol.codec import decode_request, decode_response, encode_request, encode_response
+from minikafka.protocol.errors import ErrorCode as E
 
 from group_harness import subscription
 
@@ -219,7 +219,7 @@ async def test_parked_join_does_not_block_the_loop(broker):
 
 
 def test_txn_offset_commit_registered_only_with_a_transaction_coordinator():
-    from protocol.apis import ApiRegistry
+    from minikafka.protocol.apis import ApiRegistry
 
     without = ApiRegistry()
     apis.register(without, types.SimpleNamespace(txn_coordinator=None, group_coordinator=None))

@@ -4,14 +4,14 @@ import struct
 
 import pytest
 
-from broker.group.classic import ClassicGroup
-from broker.group.partitioner import kafka_abs, partition_for
-from broker.group.records import (
+from minikafka.broker.group.classic import ClassicGroup
+from minikafka.broker.group.partitioner import kafka_abs, partition_for
+from minikafka.broker.group.records import (
     GroupMetadataKey, GroupMetadataValue, MemberMetadata, OffsetCommitKey, OffsetCommitValue,
     decode_group_metadata_value, decode_key, decode_offset_commit_value, encode_key, encode_value)
-from broker.group.state import VALID_PREVIOUS, GroupState, IllegalStateTransition, parse_state
-from broker.group.timer import MockTimer
-from protocol.errors import CorruptRecordError
+from minikafka.broker.group.state import VALID_PREVIOUS, GroupState, IllegalStateTransition, parse_state
+from minikafka.broker.group.timer import MockTimer
+from minikafka.protocol.errors import CorruptRecordError
 
 S = GroupState
 
@@ -137,7 +137,7 @@ def test_other_record_types_are_skipped_and_garbage_rejected():
 async def test_asyncio_timer_replaces_cancels_and_reports_errors():
     import asyncio
 
-    from broker.group.timer import AsyncioTimer
+    from minikafka.broker.group.timer import AsyncioTimer
 
     errors = []
     timer = AsyncioTimer(asyncio.get_running_loop(), on_error=errors.append)

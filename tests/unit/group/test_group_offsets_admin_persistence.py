@@ -1,8 +1,8 @@
 """OffsetCommit/OffsetFetch, retention, admin operations, and reload from __consumer_offsets."""
 
-from broker.group.records import GroupMetadataKey, OffsetCommitKey, decode_key
-from protocol.errors import KafkaError
-from protocol.records import iter_records, read_header
+from minikafka.broker.group.records import GroupMetadataKey, OffsetCommitKey, decode_key
+from minikafka.protocol.errors import KafkaError
+from minikafka.protocol.records import iter_records, read_header
 
 from group_harness import E, Harness, S, coordinator, subscription
 

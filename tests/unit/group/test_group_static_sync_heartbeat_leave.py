@@ -255,7 +255,7 @@ def test_leave_answers_a_parked_join():
 
 
 def test_failed_persist_of_static_replacement_reverts_it():
-    from protocol.errors import KafkaError
+    from minikafka.protocol.errors import KafkaError
 
     h = Harness()
     ids = stable_static(h)
@@ -268,7 +268,7 @@ def test_failed_persist_of_static_replacement_reverts_it():
 
 
 def test_failed_persist_of_the_leader_assignment_fails_the_sync_and_rebalances():
-    from protocol.errors import KafkaError
+    from minikafka.protocol.errors import KafkaError
 
     h = Harness()
     ids = h.stable_group(2)

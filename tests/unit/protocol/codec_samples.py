@@ -9,9 +9,9 @@ from __future__ import annotations
 import random
 import uuid
 
-from protocol import specs
-from protocol.apis import SERVE
-from protocol.specs import Field, in_range
+from minikafka.protocol import specs
+from minikafka.protocol.apis import SERVE
+from minikafka.protocol.specs import Field, in_range
 
 _INT_RANGES = {
     "int8": (-128, 127),

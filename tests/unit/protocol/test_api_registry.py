@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from protocol import codec, specs
-from protocol.apis import SERVE, ApiRegistry, api_versions_error_response
+from minikafka.protocol import codec, specs
+from minikafka.protocol.apis import SERVE, ApiRegistry, api_versions_error_response
 
 
 def test_serve_column():

@@ -8,10 +8,10 @@ import uuid
 import pytest
 
 from codec_samples import normalise, sample_body, served_versions
-from protocol import codec, specs
-from protocol.apis import SERVE
-from protocol.errors import ProtocolError, UnsupportedVersionError
-from protocol.specs import in_range
+from minikafka.protocol import codec, specs
+from minikafka.protocol.apis import SERVE
+from minikafka.protocol.errors import ProtocolError, UnsupportedVersionError
+from minikafka.protocol.specs import in_range
 
 
 def _wire(chunks) -> bytes:
@@ -328,7 +328,7 @@ def test_synthetic_spec_features(version, flexible):
 
 
 def test_api_name_table_agrees_with_the_scanned_spec_index():
-    from protocol import specs
+    from minikafka.protocol import specs
 
     index = specs._index()
     for api_key, name in specs.API_NAMES.items():

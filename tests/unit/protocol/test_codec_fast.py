@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from codec_samples import sample_body
-from protocol import codec, fast
+from minikafka.protocol import codec, fast
 
 
 def joined(chunks) -> bytes:
@@ -173,11 +173,11 @@ def test_fast_path_errors_are_the_generic_ones():
         codec.encode_response(3, 12, 1, {"topics": [{"partitions": [{"leader_id": "x"}]}]})
 
 
-@pytest.mark.parametrize("first", ["protocol.fast", "protocol.codec", "protocol.apis"])
+@pytest.mark.parametrize("first", ["minikafka.protocol.fast", "minikafka.protocol.codec", "minikafka.protocol.apis"])
 def test_fast_paths_install_whatever_is_imported_first(first):
     import subprocess
     import sys
 
-    code = f"import {first}\nfrom protocol import codec\nprint(sorted(codec._FAST_ENCODERS))"
+    code = f"import {first}\nfrom minikafka.protocol import codec\nprint(sorted(codec._FAST_ENCODERS))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[(1, 11), (1, 12), (3, 9), (3, 10), (3, 11), (3, 12)]"

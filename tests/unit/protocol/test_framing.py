@@ -4,8 +4,8 @@ import struct
 import pytest
 from hypothesis import given, strategies as st
 
-from protocol.errors import ProtocolError
-from protocol.framing import FrameDecoder, frame
+from minikafka.protocol.errors import ProtocolError
+from minikafka.protocol.framing import FrameDecoder, frame
 
 
 @given(st.lists(st.binary(max_size=300), max_size=8), st.lists(st.integers(1, 50), min_size=1, max_size=30))

@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codec_samples import sample_body, served_versions
-from protocol import codec
-from protocol.apis import SERVE
-from protocol.errors import ProtocolError
-from protocol.primitives import read_uvarint, write_uvarint
+from minikafka.protocol import codec
+from minikafka.protocol.apis import SERVE
+from minikafka.protocol.errors import ProtocolError
+from minikafka.protocol.primitives import read_uvarint, write_uvarint
 
 SEED = 20261121
 CASES_PER_VERSION = 64  # x 182 served request versions > 10,000 cases

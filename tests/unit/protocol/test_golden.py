@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from protocol import codec
-from protocol.apis import ApiRegistry, api_versions_error_response
+from minikafka.protocol import codec
+from minikafka.protocol.apis import ApiRegistry, api_versions_error_response
 
 
 def h(text: str) -> bytes:

@@ -27,7 +27,7 @@ import kafka.protocol.sasl  # noqa: F401
 from kafka.protocol.api_message import ApiMessage
 
 from codec_samples import normalise, sample_body, served_versions
-from protocol import codec, specs
+from minikafka.protocol import codec, specs
 
 SEEDS = range(3)
 

@@ -1,8 +1,8 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from protocol.errors import ProtocolError
-from protocol.primitives import (
+from minikafka.protocol.errors import ProtocolError
+from minikafka.protocol.primitives import (
     java_string_hash,
     read_uvarint,
     read_varint,
@@ -79,7 +79,7 @@ def test_java_string_hash(s, expected):
 
 def test_crc32c_known_value():
     # The CRC-32C check value from RFC 3720 (iSCSI): the ASCII digits 1-9.
-    from protocol.primitives import crc32c
+    from minikafka.protocol.primitives import crc32c
 
     assert crc32c(b"123456789") == 0xE3069283
     assert crc32c(memoryview(b"xx123456789")[2:]) == 0xE3069283

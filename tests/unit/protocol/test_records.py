@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from protocol import records as R
-from protocol.errors import CorruptRecordError
+from minikafka.protocol import records as R
+from minikafka.protocol.errors import CorruptRecordError
 
 
 def sample(n=3, ts=1_700_000_000_000):

@@ -11,6 +11,6 @@ def clock() -> FakeClock:
 @pytest.fixture
 def no_fsync(monkeypatch):
     """For tests of process crashes (the page cache survives them): skip the disk round trips."""
-    from storage import fs
+    from minikafka.storage import fs
 
     monkeypatch.setattr(fs, "fsync", lambda fd: None)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from protocol.records import build_batch, iter_batches, iter_records
-from storage import PartitionLog
+from minikafka.protocol.records import build_batch, iter_batches, iter_records
+from minikafka.storage import PartitionLog
 
 
 class FakeClock:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import random
 
-from protocol.records import COMPRESSION_GZIP, COMPRESSION_ZSTD, crc_ok, iter_batches
-from storage import PartitionLog
+from minikafka.protocol.records import COMPRESSION_GZIP, COMPRESSION_ZSTD, crc_ok, iter_batches
+from minikafka.storage import PartitionLog
 from storagetest import batch, read_all
 
 T0 = 1_700_000_000_000
@@ -181,7 +181,7 @@ def _crash(log):
 def test_crash_before_the_swap_keeps_the_old_segment(tmp_path, clock, monkeypatch):
     import pytest
 
-    import storage.cleaner as cleaner
+    import minikafka.storage.cleaner as cleaner
 
     log = open_log(tmp_path / "p", clock)
     fill(log, clock, n_batches=60)
@@ -203,7 +203,7 @@ def test_crash_before_the_swap_keeps_the_old_segment(tmp_path, clock, monkeypatc
 def test_crash_after_the_swap_rebuilds_the_missing_indexes(tmp_path, clock, monkeypatch):
     import pytest
 
-    import storage.cleaner as cleaner
+    import minikafka.storage.cleaner as cleaner
 
     log = open_log(tmp_path / "p", clock)
     fill(log, clock, n_batches=60)
@@ -233,7 +233,7 @@ def test_crash_after_the_swap_rebuilds_the_missing_indexes(tmp_path, clock, monk
 def test_compacted_topics_refuse_records_without_key(tmp_path, clock):
     import pytest
 
-    from protocol.errors import ErrorCode, KafkaError
+    from minikafka.protocol.errors import ErrorCode, KafkaError
 
     log = open_log(tmp_path / "p", clock)
     with pytest.raises(KafkaError) as exc:

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
-from protocol.records import COMPRESSION_GZIP, COMPRESSION_LZ4, iter_batches, read_header
-from storage import LogConfig, PartitionLog
+from minikafka.protocol.errors import CorruptRecordError, ErrorCode, KafkaError
+from minikafka.protocol.records import COMPRESSION_GZIP, COMPRESSION_LZ4, iter_batches, read_header
+from minikafka.storage import LogConfig, PartitionLog
 from storagetest import batch, read_all, records_from
 
 T0 = 1_700_000_000_000
@@ -109,7 +109,7 @@ def test_log_append_time_rewrites_timestamp_and_crc(tmp_path, clock):
     (view,) = log.read(0, 1 << 20)
     h = read_header(view)
     assert h.timestamp_type == 1 and h.max_timestamp == T0 + 5000
-    from protocol.records import crc_ok
+    from minikafka.protocol.records import crc_ok
 
     assert crc_ok(view)
     assert {r.timestamp for r in records_from([view])} == {T0 + 5000}
@@ -391,7 +391,7 @@ def test_background_flush_moves_the_recovery_point_once_done(tmp_path, clock):
 
 
 def test_mappings_of_closed_segments_are_bounded(tmp_path, clock, monkeypatch):
-    from storage import segment
+    from minikafka.storage import segment
 
     monkeypatch.setattr(segment, "MAX_MAPPED_CLOSED_SEGMENTS", 3)
     log = open_log(tmp_path, clock, segment_bytes=300)

@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from storage import LogConfig, LogManager, MetadataLog
-from storage.metadata_log import decode_frames, encode_frame
+from minikafka.storage import LogConfig, LogManager, MetadataLog
+from minikafka.storage.metadata_log import decode_frames, encode_frame
 from storagetest import batch, read_all
 
 
@@ -135,12 +135,11 @@ def test_a_second_process_cannot_open_the_same_data_dir(tmp_path, clock):
     import sys
 
     mgr = LogManager(str(tmp_path), {}, now_ms=clock)
-    code = ("import sys; sys.path.insert(0, %r)\n"
-            "from storage.manager import LogManager, DataDirInUseError\n"
+    code = ("import sys\n"
+            "from minikafka.storage.manager import LogManager, DataDirInUseError\n"
             "try:\n    LogManager(%r, {})\nexcept DataDirInUseError:\n    sys.exit(3)\n")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    assert subprocess.run([sys.executable, "-c", code % (root, str(tmp_path))], timeout=60).returncode == 3
+    assert subprocess.run([sys.executable, "-c", code % str(tmp_path)], timeout=60).returncode == 3
     again = LogManager(str(tmp_path), {}, now_ms=clock)  # the same process may reopen it
     again.close()
     mgr.close()
-    assert subprocess.run([sys.executable, "-c", code % (root, str(tmp_path))], timeout=60).returncode == 0
+    assert subprocess.run([sys.executable, "-c", code % str(tmp_path)], timeout=60).returncode == 0

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from protocol.records import COMPRESSION_GZIP, read_header
-from storage import PartitionLog
+from minikafka.protocol.records import COMPRESSION_GZIP, read_header
+from minikafka.storage import PartitionLog
 from storagetest import FakeClock, batch, read_all, records_from
 
 RETENTION_MS = 10_000

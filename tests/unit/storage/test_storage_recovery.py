@@ -12,13 +12,12 @@ import textwrap
 
 import pytest
 
-from protocol.records import read_header
-from storage import PartitionLog
-from storage.checkpoint import FILE_NAME as CHECKPOINT
+from minikafka.protocol.records import read_header
+from minikafka.storage import PartitionLog
+from minikafka.storage.checkpoint import FILE_NAME as CHECKPOINT
 from storagetest import batch, read_all
 
 T0 = 1_700_000_000_000
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CONFIG = {"segment.bytes": 1200, "index.interval.bytes": 200}
 
 
@@ -205,9 +204,8 @@ def test_kill_9_loses_no_acknowledged_append(tmp_path):
     directory = tmp_path / "p"
     child = textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {REPO_ROOT!r})
-        from protocol.records import build_batch
-        from storage import PartitionLog
+        from minikafka.protocol.records import build_batch
+        from minikafka.storage import PartitionLog
         log = PartitionLog({str(directory)!r}, {{"segment.bytes": 20000, "flush.ms": 10**9}})
         i = 0
         while True:
