@@ -116,6 +116,8 @@ async def _serve(config: BrokerConfig, loop_name: str) -> int:
     log.info("started in %.0f ms on %s (%s), data in %s, advertised %s:%d", (time.monotonic() - t0) * 1000,
              loop_name, f"{config.host}:{broker.bound_port}", os.path.abspath(config.data_dir),
              *config.advertised)
+    if broker.http is not None:
+        sys.stdout.write(f"minikafka http on {broker.http.host}:{broker.http.port}\n")
     sys.stdout.write(f"minikafka ready on {bind_host}:{broker.bound_port}\n")
     sys.stdout.flush()
     await stop.wait()

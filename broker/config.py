@@ -150,6 +150,10 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
     _s("log.flush.on.shutdown", "boolean", True, "minikafka: flush and mark clean on SIGINT/SIGTERM."),
     _s("socket.send.buffer.high.water.bytes", "int", 4 * 1024 * 1024,
        "minikafka: stop reading requests while a connection's unsent responses exceed this."),
+    _s("http.port", "int", -1,
+       "minikafka: port of the HTTP server (control API, metrics, health, console); -1 off, 0 a free port.", True),
+    _s("http.host", "string", "127.0.0.1", "minikafka: address the HTTP server binds (loopback by default).", True),
+    _s("http.max.request.bytes", "int", 16 * 1024 * 1024, "minikafka: largest HTTP request body.", True),
     _s("maintenance.interval.ms", "long", 1000, "minikafka: period of the maintenance task (LogManager.tick)."),
 )}
 

@@ -86,6 +86,7 @@ class Broker:
         self._server: asyncio.base_events.Server | None = None
         self._maintenance: asyncio.Task | None = None
         self.bound_port: int | None = None
+        self.http = None  # broker.http.server.HttpServer when http.port is set
         self.started_at = clock()
 
     def now_ms(self) -> int:
@@ -138,6 +139,11 @@ class Broker:
         if self.config.port == 0:
             # Advertise the port actually bound: clients reconnect to what Metadata says.
             self.config.port = self.bound_port
+        if self.config.get("http.port") >= 0:
+            from .http.server import HttpServer
+
+            self.http = HttpServer(self)
+            await self.http.start()
         interval = self.config.get("maintenance.interval.ms") / 1000.0
         self._maintenance = self.loop.create_task(self._maintenance_loop(interval))
 
@@ -164,6 +170,11 @@ class Broker:
         """Stop accepting, end connections, stop modules, flush and mark the logs clean."""
         if self._server is not None:
             self._server.close()
+        if self.http is not None:
+            try:
+                await asyncio.wait_for(self.http.stop(), timeout=1.0)
+            except Exception:
+                log.error("stopping the HTTP server failed", exc_info=True)
         if self._maintenance is not None:
             self._maintenance.cancel()
         for conn in list(self.connections):
