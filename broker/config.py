@@ -154,6 +154,9 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
        "minikafka: port of the HTTP server (control API, metrics, health, console); -1 off, 0 a free port.", True),
     _s("http.host", "string", "127.0.0.1", "minikafka: address the HTTP server binds (loopback by default).", True),
     _s("http.max.request.bytes", "int", 16 * 1024 * 1024, "minikafka: largest HTTP request body.", True),
+    _s("decompression.max.ratio", "int", 64,
+       "minikafka: a compressed batch may inflate to at most this many times max.message.bytes "
+       "(and never past 256 MiB); larger ones are refused with RECORD_LIST_TOO_LARGE."),
     _s("maintenance.interval.ms", "long", 1000, "minikafka: period of the maintenance task (LogManager.tick)."),
 )}
 

@@ -192,44 +192,130 @@ def set_crc(buf, pos: int = 0) -> None:
 
 # --- compression -----------------------------------------------------------------------------
 # The codec libraries are imported lazily: the produce/fetch path never needs them.
+#
+# Every inflation is bounded: 400 MB of zeros is 12.8 KB of zstd, so a batch far below
+# message.max.bytes could otherwise take gigabytes of memory wherever it is opened (produce
+# validation, time lookups, compaction, the coordinators).  The produce path passes a limit from
+# the broker's settings; everything else gets at most DECOMPRESSED_CAP_BYTES.
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
+DECOMPRESSED_CAP_BYTES = 256 * 1024 * 1024
 
 
-def decompress(codec: int, data) -> bytes:
+class DecompressionLimitError(CorruptRecordError):
+    """Compressed records that would inflate past the allowed size."""
+
+
+def decompress(codec: int, data, limit: int = DECOMPRESSED_CAP_BYTES) -> bytes:
+    """Inflate a batch's records; same as ``decompress_bounded`` (kept for callers by this name)."""
+    return decompress_bounded(codec, data, limit)
+
+
+def decompress_bounded(codec: int, data, limit: int) -> bytes:
+    """Inflate ``data`` to at most ``min(limit, DECOMPRESSED_CAP_BYTES)`` bytes.
+
+    Raises DecompressionLimitError past the bound (without inflating the rest) and
+    CorruptRecordError for data the codec cannot read.
+    """
+    limit = min(limit, DECOMPRESSED_CAP_BYTES)
+    name = COMPRESSION_NAMES.get(codec, codec)
     try:
         if codec == COMPRESSION_GZIP:
-            return zlib.decompress(bytes(data), 16 + zlib.MAX_WBITS)
-        if codec == COMPRESSION_SNAPPY:
-            return _snappy_decompress(bytes(data))
-        if codec == COMPRESSION_LZ4:
-            import lz4.frame
-
-            return lz4.frame.decompress(bytes(data))
-        if codec == COMPRESSION_ZSTD:
-            import zstandard
-
-            return zstandard.ZstdDecompressor().decompressobj().decompress(bytes(data))
+            out = _gzip(data, limit)
+        elif codec == COMPRESSION_SNAPPY:
+            out = _snappy(bytes(data), limit)
+        elif codec == COMPRESSION_LZ4:
+            out = _lz4(data, limit)
+        elif codec == COMPRESSION_ZSTD:
+            out = _zstd(data, limit)
+        else:
+            raise CorruptRecordError(f"unknown compression codec {codec}")
+    except CorruptRecordError:
+        raise
     except ImportError as exc:
-        raise CorruptRecordError(f"no library for {COMPRESSION_NAMES[codec]} is installed") from exc
+        raise CorruptRecordError(f"no library for {name} is installed") from exc
     except Exception as exc:  # each library has its own error type for bad input
-        raise CorruptRecordError(f"cannot decompress {COMPRESSION_NAMES.get(codec, codec)} data: {exc}") from exc
-    raise CorruptRecordError(f"unknown compression codec {codec}")
+        raise CorruptRecordError(f"cannot decompress {name} data: {exc}") from exc
+    if len(out) > limit:
+        raise DecompressionLimitError(f"{name} records inflate to more than {limit} bytes")
+    return out
 
 
-def _snappy_decompress(data: bytes) -> bytes:
+def _gzip(data, limit: int) -> bytes:
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    out = d.decompress(data, limit + 1)
+    if len(out) <= limit and not d.eof:
+        raise CorruptRecordError("truncated gzip data")
+    return out
+
+
+def _lz4(data, limit: int) -> bytes:
+    import lz4.frame
+
+    d = lz4.frame.LZ4FrameDecompressor()
+    out = d.decompress(bytes(data), max_length=limit + 1)
+    if len(out) <= limit and not d.eof:
+        raise CorruptRecordError("truncated lz4 frame")
+    return out
+
+
+def _zstd(data, limit: int) -> bytes:
+    import io
+
+    import zstandard
+
+    data = bytes(data)
+    declared = zstandard.frame_content_size(data)
+    if declared > limit:
+        raise DecompressionLimitError(f"zstd records declare {declared} bytes, more than {limit}")
+    if declared < 0:
+        # No size in the frame header: read at most limit + 1 bytes to see whether it is larger.
+        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data))
+        seen = 0
+        while seen <= limit:
+            chunk = reader.read(min(1 << 20, limit + 1 - seen))
+            if not chunk:
+                break
+            seen += len(chunk)
+        if seen > limit:
+            raise DecompressionLimitError(f"zstd records inflate to more than {limit} bytes")
+    # Within the bound: decompress whole, which also fails on a truncated frame.
+    return zstandard.ZstdDecompressor().decompress(data, max_output_size=limit)
+
+
+def _snappy_block(block: bytes, budget: int) -> bytes:
     import snappy
 
+    # A raw snappy block starts with its uncompressed length (little-endian base-128): check it
+    # before inflating, so a block cannot allocate more than the budget.
+    length = shift = pos = 0
+    while True:
+        if pos >= len(block) or pos > 4:
+            raise CorruptRecordError("bad snappy block length")
+        b = block[pos]
+        pos += 1
+        length |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            break
+    if length > budget:
+        raise DecompressionLimitError(f"snappy records inflate to more than the {budget} bytes left")
+    return snappy.decompress(block)
+
+
+def _snappy(data: bytes, limit: int) -> bytes:
     # Java's snappy-java writes "xerial" framing: a magic header, then (length, block) chunks.
     # librdkafka may send a raw snappy block instead; Kafka accepts both, so do we.
     if not data.startswith(_XERIAL_MAGIC):
-        return snappy.decompress(data)
+        return _snappy_block(data, limit)
     out = bytearray()
     pos = 16  # magic (8) + version (4) + compatible version (4)
     while pos + 4 <= len(data):
         n = _INT32.unpack_from(data, pos)[0]
         pos += 4
-        out += snappy.decompress(data[pos : pos + n])
+        if n < 0 or pos + n > len(data):
+            raise CorruptRecordError("xerial snappy chunk runs past the data")
+        out += _snappy_block(data[pos : pos + n], limit - len(out))
         pos += n
     return bytes(out)
 
@@ -259,14 +345,14 @@ def compress(codec: int, data: bytes) -> bytes:
 # --- records ---------------------------------------------------------------------------------
 
 
-def iter_records(batch) -> Iterator[Record]:
-    """Decode every record of one batch (decompressing when needed)."""
+def iter_records(batch, decompressed_limit: int = DECOMPRESSED_CAP_BYTES) -> Iterator[Record]:
+    """Decode every record of one batch (decompressing, within the bound, when needed)."""
     header = read_header(batch, 0)
     if len(batch) < header.size:
         raise CorruptRecordError("record batch is truncated")
     body = memoryview(batch)[BATCH_HEADER_SIZE : header.size]
     if header.compression:
-        body = memoryview(decompress(header.compression, body))
+        body = memoryview(decompress_bounded(header.compression, body, decompressed_limit))
     try:
         yield from _decode_records(body, header)
     except ProtocolError as exc:

@@ -131,12 +131,14 @@ class PartitionLog:
 
     # --- append ---------------------------------------------------------------------------------
 
-    def append(self, batch) -> AppendInfo:
+    def append(self, batch, *, validated: bool = False) -> AppendInfo:
         """Append one record batch; its base offset (and for LogAppendTime its timestamp) is set here.
 
         ``batch`` is modified in place when writable (bytearray, writable memoryview); other
         buffers are copied first.  Raises CorruptRecordError for a malformed batch or a bad CRC
-        and KafkaError(MESSAGE_TOO_LARGE) above ``max.message.bytes``.
+        and KafkaError(MESSAGE_TOO_LARGE) above ``max.message.bytes``.  ``validated=True`` says
+        the caller ran protocol.validation on these bytes (CRC and keys included), so they are
+        not checked twice on the produce path.
         """
         buf = batch if type(batch) is bytearray else _writable(batch)
         if len(buf) < BATCH_HEADER_SIZE:
@@ -156,10 +158,11 @@ class PartitionLog:
                              f"record batch of {size} bytes exceeds max.message.bytes")
         if last_offset_delta < 0 or record_count != last_offset_delta + 1:
             raise CorruptRecordError("record count does not match the last offset delta")
-        if _crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]) != crc:
-            raise CorruptRecordError("record batch CRC mismatch")
-        if config.compact and not attributes & CONTROL_BIT:
-            _require_keys(buf)
+        if not validated:
+            if _crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]) != crc:
+                raise CorruptRecordError("record batch CRC mismatch")
+            if config.compact and not attributes & CONTROL_BIT:
+                _require_keys(buf)
         if self._closed:
             self._check_open()
         # From here on this is _append() for a single batch, written out: it is the produce path.

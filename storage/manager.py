@@ -83,6 +83,7 @@ class LogManager:
         # until then tick() must not apply retention or compaction with settings that may be wrong.
         self._configured: set[tuple[str, int]] = set()
         self._compaction_cursor = 0
+        self._compaction_failed: set[str] = set()
         self._closed = False
         os.makedirs(data_dir, exist_ok=True)
         _lock(data_dir)
@@ -181,8 +182,15 @@ class LogManager:
                 if log.needs_compaction():
                     try:
                         log.compact()
+                        self._compaction_failed.discard(log.directory)
                     except Exception:
-                        _log.exception("compaction of %s failed", log.directory)
+                        # Logged once per log: a corrupt batch would otherwise repeat the
+                        # traceback at every retention check until someone repairs it.
+                        if log.directory not in self._compaction_failed:
+                            self._compaction_failed.add(log.directory)
+                            _log.exception("compaction of %s failed", log.directory)
+                        else:
+                            _log.debug("compaction of %s failed again", log.directory, exc_info=True)
                     break
 
     def flush(self) -> None:

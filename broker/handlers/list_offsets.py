@@ -10,11 +10,18 @@ not served.
 
 current_leader_epoch (v4+) above ours gives UNKNOWN_LEADER_EPOCH, below (other than -1)
 FENCED_LEADER_EPOCH.  Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION.
+
+A lookup by timestamp reads records from the log.  A batch that does not decode there (written
+by an older version, a flipped bit) answers CORRUPT_MESSAGE for that partition, logged once per
+partition; the connection and the other partitions are not affected.
 """
 
 from __future__ import annotations
 
-from minikafka.protocol.errors import KafkaError
+import logging
+import struct
+
+from minikafka.protocol.errors import ErrorCode, KafkaError, ProtocolError
 
 from .leader_epoch import LEADER_EPOCH, leader_epoch_error
 
@@ -24,6 +31,9 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
+
+log = logging.getLogger("minikafka.list_offsets")
+_reported: set[tuple[str, int]] = set()
 
 
 def _entry(index: int, error: int, offset: int = -1, timestamp: int = -1, epoch: int = -1) -> dict:
@@ -47,10 +57,13 @@ def list_partition(broker, topic: str, p: dict, read_committed: bool) -> dict:
     if ts == EARLIEST:
         return _entry(index, NONE, plog.log_start_offset, -1, LEADER_EPOCH)
     upper = plog.last_stable_offset if read_committed else plog.high_watermark
-    if ts == MAX_TIMESTAMP:
-        found = plog.max_timestamp_offset()
-    else:
-        found = plog.offset_for_timestamp(ts)
+    try:
+        found = plog.max_timestamp_offset() if ts == MAX_TIMESTAMP else plog.offset_for_timestamp(ts)
+    except (ProtocolError, struct.error, ValueError) as exc:
+        if (topic, index) not in _reported:
+            _reported.add((topic, index))
+            log.error("ListOffsets by timestamp on %s-%d: undecodable batch in the log: %s", topic, index, exc)
+        return _entry(index, ErrorCode.CORRUPT_MESSAGE)
     if found is None or found[0] >= upper:
         return _entry(index, NONE, -1, -1, -1)
     offset, timestamp = found

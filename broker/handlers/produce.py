@@ -9,12 +9,11 @@ Per partition, in Kafka's order (``ReplicaManager.appendToLocalLog``,
 
 1. unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION (Produce never auto-creates);
    an internal topic (``__consumer_offsets``) -> INVALID_TOPIC_EXCEPTION;
-2. the records must be exactly one magic-2 batch with base offset 0 and no control flag
-   -> else INVALID_RECORD (87);
-3. batch larger than the topic's ``max.message.bytes`` -> MESSAGE_TOO_LARGE; CreateTime outside
-   ``message.timestamp.before.max.ms`` / ``after.max.ms`` -> INVALID_TIMESTAMP (checked on the
-   batch's first and largest timestamps, since compressed records are never decompressed here);
-4. CRC-32C mismatch (checked by storage on append) -> CORRUPT_MESSAGE;
+2.-4. the whole batch is validated before anything is stored (protocol/validation.py, Kafka's
+   LogValidator): one magic-2 batch with base offset 0, size, CRC-32C, attributes, record count,
+   every record's structure (decompressed within ``decompression.max.ratio`` times
+   ``max.message.bytes``), keys on compacted topics and CreateTime bounds per record; the error
+   codes and, from v8, ``record_errors`` with the offending records' indexes, are Kafka's;
 5. idempotent producers (producer id >= 0): a duplicate of one of the last five batches is
    acknowledged with its original base offset and no error; a stale epoch gives
    INVALID_PRODUCER_EPOCH, a sequence gap OUT_OF_ORDER_SEQUENCE_NUMBER (broker.producer_state).
@@ -37,7 +36,8 @@ from __future__ import annotations
 import logging
 
 from minikafka.protocol.errors import CorruptRecordError, KafkaError
-from minikafka.protocol.records import BATCH_HEADER_SIZE, crc_ok, read_header, set_partition_leader_epoch
+from minikafka.protocol.records import set_partition_leader_epoch
+from minikafka.protocol.validation import BatchRejected, ValidationRules, validate_batch
 
 log = logging.getLogger("minikafka.produce")
 
@@ -55,55 +55,29 @@ KAFKA_STORAGE_ERROR = 56
 LONG_MAX = 9223372036854775807
 LEADER_EPOCH = 0
 
-_MESSAGES = {
-    INVALID_RECORD: "Produce requests with version 3+ must contain exactly one record batch of magic 2 "
-                    "with base offset 0 per partition",
-}
-
-
 def _partition_response(index: int, error: int, base_offset: int = -1, log_start_offset: int = -1,
-                        log_append_time_ms: int = -1, message: str | None = None) -> dict:
+                        log_append_time_ms: int = -1, message: str | None = None,
+                        record_errors: list | None = None) -> dict:
     return {"index": index, "error_code": error, "base_offset": base_offset,
             "log_append_time_ms": log_append_time_ms, "log_start_offset": log_start_offset,
-            "record_errors": [], "error_message": message}
+            "record_errors": record_errors or [], "error_message": message}
 
 
-def _validate_batch(records, max_bytes: int):
-    """(error, header) for a partition's records; header is None unless error is NONE.
-
-    The CRC is checked by storage on append (once, on the bytes it writes); here only for
-    batches acknowledged as duplicates without being appended."""
-    if records is None or len(records) < BATCH_HEADER_SIZE:
-        return INVALID_RECORD, None
-    try:
-        header = read_header(records, 0)
-    except CorruptRecordError:
-        # Magic other than 2 or an impossible length: not a v2 batch at all.
-        return INVALID_RECORD, None
-    if header.size != len(records) or header.base_offset != 0 or header.is_control:
-        return INVALID_RECORD, None
-    if header.size > max_bytes:
-        return MESSAGE_TOO_LARGE, None
-    return NONE, header
+def validation_rules(broker, topic: str) -> ValidationRules:
+    """The topic's settings that decide whether a batch may be stored."""
+    value = broker.controller.topic_config_value
+    max_bytes = value(topic, "max.message.bytes")
+    return ValidationRules(
+        max_message_bytes=max_bytes,
+        compact="compact" in value(topic, "cleanup.policy"),
+        create_time=value(topic, "message.timestamp.type") == "CreateTime",
+        timestamp_before_max_ms=value(topic, "message.timestamp.before.max.ms"),
+        timestamp_after_max_ms=value(topic, "message.timestamp.after.max.ms"),
+        decompressed_max_bytes=max_bytes * broker.config.get("decompression.max.ratio"))
 
 
-def _check_timestamps(controller, topic: str, header, now_ms: int) -> int:
-    """message.timestamp.before/after.max.ms for CreateTime topics (both unlimited by default).
-
-    Kafka checks every record; without decompressing we check the batch's first record
-    (base_timestamp) against the lower bound and its max_timestamp against the upper bound."""
-    if header.timestamp_type != 0:
-        return NONE
-    before = controller.topic_config_value(topic, "message.timestamp.before.max.ms")
-    after = controller.topic_config_value(topic, "message.timestamp.after.max.ms")
-    if before < LONG_MAX and header.base_timestamp < now_ms - before:
-        return INVALID_TIMESTAMP
-    if after < LONG_MAX and header.max_timestamp > now_ms + after:
-        return INVALID_TIMESTAMP
-    return NONE
-
-
-def produce_partition(broker, topic: str, info, index: int, records, transactional_id) -> dict:
+def produce_partition(broker, topic: str, info, index: int, records, transactional_id,
+                      api_version: int = 11) -> dict:
     """Validate and append one partition's batch; returns its response entry."""
     controller = broker.controller
     if info is None or not 0 <= index < info.num_partitions:
@@ -111,22 +85,22 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
     if info.internal:
         return _partition_response(index, INVALID_TOPIC_EXCEPTION,
                                    message=f"Cannot append to internal topic {topic}")
-    max_bytes = controller.topic_config_value(topic, "max.message.bytes")
-    error, header = _validate_batch(records, max_bytes)
-    if error:
-        return _partition_response(index, error, message=_MESSAGES.get(error))
-    error = _check_timestamps(controller, topic, header, broker.now_ms())
-    if error:
-        return _partition_response(index, error, message="record timestamp outside "
-                                   "message.timestamp.before.max.ms / message.timestamp.after.max.ms")
+    if records is None:
+        return _partition_response(index, INVALID_RECORD, message="Produce request without records")
+    try:
+        header = validate_batch(records, validation_rules(broker, topic), api_version=api_version,
+                                now_ms=broker.now_ms())
+    except BatchRejected as exc:
+        log.info("produce to %s-%d refused (%s): %s", topic, index, exc.code.name, exc.message)
+        return _partition_response(index, exc.code, message=exc.message, record_errors=[
+            {"batch_index": e.batch_index, "batch_index_error_message": e.message}
+            for e in exc.record_errors])
     plog = controller.log(topic, index)
     if header.producer_id >= 0:
         state = controller.producer_states.for_partition(topic, index, plog)
         check = state.check(header.producer_id, header.producer_epoch, header.base_sequence,
                             header.last_offset_delta, is_transactional=header.is_transactional)
         if check.duplicate is not None:
-            if not crc_ok(records, 0):
-                return _partition_response(index, CORRUPT_MESSAGE)
             log.debug("duplicate batch of producer %d seq %d on %s-%d acknowledged at offset %d",
                       header.producer_id, header.base_sequence, topic, index, check.duplicate.first_offset)
             return _partition_response(index, NONE, check.duplicate.first_offset, plog.log_start_offset)
@@ -144,7 +118,7 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
         records = bytearray(records)  # the codec hands out writable views; stay correct if not
     set_partition_leader_epoch(records, 0, LEADER_EPOCH)
     try:
-        result = plog.append(records)
+        result = plog.append(records, validated=True)
     except CorruptRecordError as exc:
         return _partition_response(index, CORRUPT_MESSAGE, message=str(exc))
     except KafkaError as exc:
@@ -172,7 +146,7 @@ def handle_produce_sync(broker, version: int, body: dict) -> dict | None:
     for topic in topics:
         name = topic["name"]
         info = controller.topic(name)
-        parts = [produce_partition(broker, name, info, p["index"], p.get("records"), transactional_id)
+        parts = [produce_partition(broker, name, info, p["index"], p.get("records"), transactional_id, version)
                  for p in topic.get("partition_data") or []]
         responses.append({"name": name, "partition_responses": parts})
     return {"responses": responses, "throttle_time_ms": 0}
