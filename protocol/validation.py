@@ -25,6 +25,11 @@ Where this is stricter than Kafka: Kafka rewrites a compressed batch whose inner
 A header key that is not UTF-8 is refused too: Java decodes it with replacement characters, but
 kafka-python's consumer raises on it, so storing it would poison the partition for those.
 
+The record walk runs for every record of every produce: ``_validate.c`` does it in C when the
+extension was built (pyproject.toml, optional), ``_scan_records`` below in Python otherwise, with
+the same results (tests run both).  Python alone costs about 2 us per record, which at 1 KiB
+records would take a third off produce throughput.
+
 Sans-IO: bytes in, a header or a ``BatchRejected`` out.
 """
 
@@ -45,6 +50,11 @@ from .records import (
     _HEADER,
     decompress_bounded,
 )
+
+try:
+    from . import _validate
+except ImportError:  # built without a C compiler: the Python walk below does the same, slower
+    _validate = None
 
 LONG_MAX = 9223372036854775807
 MAX_RECORD_ERRORS = 32  # enough to show the pattern; a million-record batch must not build a million
@@ -126,7 +136,8 @@ def validate_batch(buf, rules: ValidationRules, *, api_version: int = 11, now_ms
         rules.timestamp_before_max_ms < LONG_MAX or rules.timestamp_after_max_ms < LONG_MAX)
     lowest = now_ms - rules.timestamp_before_max_ms if check_time else 0
     highest = now_ms + rules.timestamp_after_max_ms if check_time else 0
-    errors = _scan_records(body, count, rules.compact, check_time, header.base_timestamp, lowest, highest)
+    scan = _scan_records_c if _validate is not None else _scan_records
+    errors = scan(body, count, rules.compact, check_time, header.base_timestamp, lowest, highest)
     if errors:
         code, first = errors[0]
         raise BatchRejected(code, first.message, [e for _, e in errors])
@@ -198,8 +209,7 @@ def _scan_records(body, count: int, compact: bool, check_time: bool, base_ts: in
             elif n != -1:
                 raise _Structure(index, f"invalid key length {n}")
             elif compact:
-                errors.append((ErrorCode.INVALID_RECORD, RecordError(
-                    index, "Compacted topic cannot accept message without key")))
+                errors.append((ErrorCode.INVALID_RECORD, RecordError(index, _KEYLESS)))
             # value
             b = body[pos]
             if b < 0x80:
@@ -247,10 +257,7 @@ def _scan_records(body, count: int, compact: bool, check_time: bool, base_ts: in
             if check_time:
                 ts = base_ts + ts_delta
                 if ts < lowest or ts > highest:
-                    errors.append((ErrorCode.INVALID_TIMESTAMP, RecordError(
-                        index, f"Timestamp {ts} of message is out of range: it must be within "
-                               "message.timestamp.before.max.ms / message.timestamp.after.max.ms of "
-                               "the broker's time")))
+                    errors.append((ErrorCode.INVALID_TIMESTAMP, RecordError(index, _BAD_TIME)))
             if len(errors) >= MAX_RECORD_ERRORS:
                 break
     except _Structure as exc:
@@ -264,6 +271,27 @@ def _scan_records(body, count: int, compact: bool, check_time: bool, base_ts: in
         raise BatchRejected(ErrorCode.INVALID_RECORD,
                             f"Found invalid record structure: {end - pos} bytes after the last of "
                             f"{count} records")
+    return errors
+
+
+_KEYLESS = "Compacted topic cannot accept message without key"
+_BAD_TIME = ("Timestamp of message is out of range: it must be within message.timestamp.before.max.ms / "
+             "message.timestamp.after.max.ms of the broker's time")
+
+
+def _scan_records_c(body, count: int, compact: bool, check_time: bool, base_ts: int,
+                    lowest: int, highest: int) -> list[tuple[ErrorCode, RecordError]]:
+    error, where, keyless, bad_time = _validate.scan(body, count, compact, check_time, base_ts, lowest,
+                                                     highest, MAX_RECORD_ERRORS)
+    if error is not None:
+        if where >= count:
+            raise BatchRejected(ErrorCode.INVALID_RECORD,
+                                f"Found invalid record structure: {error} of {count} records")
+        raise BatchRejected(ErrorCode.INVALID_RECORD, f"Found invalid record structure: {error}",
+                            [RecordError(where, error)])
+    errors = [(ErrorCode.INVALID_RECORD, RecordError(i, _KEYLESS)) for i in keyless]
+    errors += [(ErrorCode.INVALID_TIMESTAMP, RecordError(i, _BAD_TIME)) for i in bad_time]
+    errors.sort(key=lambda e: e[1].batch_index)
     return errors
 
 

@@ -18,11 +18,23 @@ from minikafka.protocol.records import (
     iter_records,
     set_crc,
 )
+from minikafka.protocol import validation
 from minikafka.protocol.validation import BatchRejected, ValidationRules, validate_batch
 
 RULES = ValidationRules(max_message_bytes=1_048_588)
 T0 = 1_700_000_000_000
 CODECS = [0, COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD]
+
+
+@pytest.fixture(autouse=True, params=["c", "python"])
+def walker(request, monkeypatch):
+    """Every test runs with the C record walk and with the Python one."""
+    if request.param == "c":
+        if validation._validate is None:
+            pytest.skip("the C extension was not built (no compiler)")
+    else:
+        monkeypatch.setattr(validation, "_validate", None)
+    return request.param
 
 
 def batch(n=3, *, key=b"k", value=b"v" * 20, headers=(("h", b"x"),), compression=0, ts=T0, **kw):
@@ -164,7 +176,8 @@ def test_undecodable_compressed_data_is_corrupt(codec):
         decompress_bounded(codec, bytes(body[: len(body) // 2]), 1 << 20)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(codec=st.sampled_from([0, 0, 0, COMPRESSION_GZIP]), position=st.integers(0, 10_000),
        value=st.integers(0, 255), count=st.integers(1, 5))
 def test_whatever_the_validator_accepts_decodes_whole(codec, position, value, count):
@@ -181,3 +194,34 @@ def test_whatever_the_validator_accepts_decodes_whole(codec, position, value, co
     records = list(iter_records(buf))
     assert len(records) == header.record_count
     assert [r.offset for r in records] == list(range(header.record_count))
+
+
+def _verdict(buf, rules):
+    try:
+        validate_batch(buf, rules)
+    except BatchRejected as exc:
+        return exc.code, [e.batch_index for e in exc.record_errors if exc.code != ErrorCode.INVALID_RECORD
+                          or "structure" not in exc.message]
+    return 0, []
+
+
+@pytest.mark.skipif(validation._validate is None, reason="the C extension was not built")
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(position=st.integers(0, 10_000), value=st.integers(0, 255), keys=st.lists(st.booleans(), min_size=1,
+       max_size=5), compact=st.booleans())
+def test_the_c_and_python_walks_agree(walker, position, value, keys, compact):
+    buf = build_batch([(b"k" if k else None, b"v" * 130, [("h", b"x")], T0 - 10_000 * (i % 2))
+                       for i, k in enumerate(keys)])
+    position = 21 + position % (len(buf) - 21)
+    buf[position] = value
+    set_crc(buf)
+    rules = RULES._replace(compact=compact, timestamp_before_max_ms=5_000)
+    c = _verdict(buf, rules)
+    saved = validation._validate
+    try:
+        validation._validate = None
+        python = _verdict(buf, rules)
+    finally:
+        validation._validate = saved
+    assert c == python
