@@ -64,7 +64,7 @@ def end_to_end(runs: int, baseline_python: str, count: int) -> list[str]:
                 broker = BrokerProcess(name, argv, tmp)
                 try:
                     create_topic(broker.bootstrap, "bench")
-                    results[name].append(produce(broker.bootstrap, "bench", count, 1024, "1")["mb_s"])
+                    results[name].append(produce(broker.bootstrap, "bench", count, 1024, "1")["mb_per_s"])
                 finally:
                     broker.stop()
     v, b = statistics.median(results["validating"]), statistics.median(results["baseline"])

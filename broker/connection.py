@@ -82,6 +82,7 @@ class KafkaConnection(asyncio.Protocol):
         self._reading_paused = False
         self._writing_paused = False
         self.requests_seen = 0
+        self.last_active = 0.0  # loop time of the last bytes in or out (connections.max.idle.ms)
 
     # -- asyncio.Protocol -------------------------------------------------------------------
 
@@ -96,6 +97,7 @@ class KafkaConnection(asyncio.Protocol):
         except (AttributeError, NotImplementedError):
             pass
         self.broker.connections.add(self)
+        self.last_active = self.broker.loop.time() if self.broker.loop is not None else 0.0
         log.info("connection opened from %s", self.peer)
 
     def connection_lost(self, exc) -> None:
@@ -119,6 +121,7 @@ class KafkaConnection(asyncio.Protocol):
     def data_received(self, data) -> None:
         if self.closed:
             return
+        self.last_active = self.broker.loop.time()
         try:
             frames = self._decoder.feed(data)
         except ProtocolError as exc:
@@ -226,6 +229,7 @@ class KafkaConnection(asyncio.Protocol):
             slot = pending.popleft()
             if slot.chunks is not None and not self.closed:
                 transport.writelines(slot.chunks)
+                self.last_active = self.broker.loop.time()
         self._update_reading()
 
     # -- flow control and closing ------------------------------------------------------------
@@ -248,6 +252,12 @@ class KafkaConnection(asyncio.Protocol):
         elif not should_pause and self._reading_paused:
             self._reading_paused = False
             self.transport.resume_reading()
+
+    def idle_for(self, now: float) -> float:
+        """Seconds without bytes in or out and with nothing in flight (0 while a request is)."""
+        if self._pending or self._tasks:
+            return 0.0
+        return now - self.last_active
 
     def _violation(self, reason: str) -> None:
         log.warning("closing connection from %s client_id=%s: %s", self.peer, self.client_id, reason)

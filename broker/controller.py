@@ -110,7 +110,12 @@ class Controller:
     # -- the state machine ------------------------------------------------------------------
 
     def _commit(self, record: dict) -> None:
-        self._metadata_log.append(record)
+        """Write a change to the metadata log, then apply it; nothing changes if the write fails."""
+        try:
+            self._metadata_log.append(record)
+        except OSError as exc:
+            raise self._storage_error("cannot write the metadata log", exc) from exc
+        self._storage_failing = False
         self._apply(record)
 
     def _apply(self, record: dict) -> None:
@@ -211,10 +216,16 @@ class Controller:
                          internal or name in INTERNAL_TOPICS)
         if validate_only:
             return info
-        self._commit({"type": "topic", "name": name, "topic_id": str(info.topic_id),
-                      "num_partitions": num_partitions, "configs": clean, "internal": info.internal})
+        # Atomic: the partitions are opened first and the topic exists (a metadata record) only
+        # once they all are; on a storage error neither is left behind.
+        self._open_partitions(name, 0, num_partitions, info)
+        try:
+            self._commit({"type": "topic", "name": name, "topic_id": str(info.topic_id),
+                          "num_partitions": num_partitions, "configs": clean, "internal": info.internal})
+        except KafkaError:
+            self._logs.drop_partitions(name, 0)
+            raise
         info = self.topics[name]
-        self._logs.open_topic(name, num_partitions, self._log_configs(info))
         log.info("created topic %s id=%s partitions=%d configs=%s", name, info.topic_id, num_partitions, clean)
         return info
 
@@ -258,9 +269,30 @@ class Controller:
             raise KafkaError(INVALID_PARTITIONS, f"Topic already has {info.num_partitions} partitions.")
         if validate_only:
             return info
-        self._commit({"type": "partitions", "name": name, "num_partitions": new_total})
-        self._logs.open_topic(name, new_total, self._log_configs(info))
+        old_total = info.num_partitions
+        self._open_partitions(name, old_total, new_total, info)
+        try:
+            self._commit({"type": "partitions", "name": name, "num_partitions": new_total})
+        except KafkaError:
+            self._logs.drop_partitions(name, old_total)
+            raise
         return info
+
+    def _open_partitions(self, name: str, first: int, end: int, info: TopicInfo) -> None:
+        """Open partitions first..end-1 of a topic, or none of them (KAFKA_STORAGE_ERROR)."""
+        try:
+            self._logs.open_topic(name, end, self._log_configs(info))  # 0..first-1 exist already
+        except OSError as exc:
+            self._logs.drop_partitions(name, first)
+            raise self._storage_error(f"cannot create the partitions of {name}", exc) from exc
+
+    def _storage_error(self, what: str, exc: OSError) -> KafkaError:
+        """KAFKA_STORAGE_ERROR for the request; logged once until a change is written again
+        (clients retry, and a full disk would otherwise log at their pace)."""
+        if not getattr(self, "_storage_failing", False):
+            self._storage_failing = True
+            log.error("%s: %s", what, exc)
+        return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{what}: {exc}")
 
     def set_topic_configs(self, name: str, configs: dict[str, str | None]) -> TopicInfo:
         """Apply overrides; a None value removes the override (back to the broker default)."""

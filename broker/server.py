@@ -158,6 +158,7 @@ class Broker:
         while True:
             await asyncio.sleep(interval)
             try:
+                self.close_idle_connections()
                 if loop.time() >= next_full:
                     next_full = loop.time() + retention_every
                     self.controller.tick(self.now_ms())
@@ -165,6 +166,22 @@ class Broker:
                     self.controller.light_tick(self.now_ms())
             except Exception:
                 log.error("maintenance tick failed", exc_info=True)
+
+    def close_idle_connections(self) -> int:
+        """Close connections idle longer than ``connections.max.idle.ms``, as Kafka's selector does
+        (a connection waiting for a long poll or a parked join is not idle)."""
+        limit = self.config.get("connections.max.idle.ms") / 1000.0
+        if limit < 0:
+            return 0
+        now = self.loop.time()
+        closed = 0
+        for conn in list(self.connections):
+            if conn.idle_for(now) > limit:
+                log.debug("closing connection from %s client_id=%s idle for more than %d ms",
+                          conn.peer, conn.client_id, limit * 1000)
+                conn.close()
+                closed += 1
+        return closed
 
     async def stop(self) -> None:
         """Stop accepting, end connections, stop modules, flush and mark the logs clean."""

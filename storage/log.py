@@ -23,6 +23,7 @@ sanity check and are rebuilt otherwise.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -58,6 +59,7 @@ _SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 _HEADER = struct.Struct(">qiibIhiqqqhii")  # the v2 batch header, as protocol/records.py lays it out
 _INT16 = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
+_log = logging.getLogger("minikafka.storage")
 _MAX_RELATIVE_OFFSET = 2147483647
 
 
@@ -95,6 +97,7 @@ class PartitionLog:
         self._first_unflushed_ms: int | None = None
         self._pending_flush: tuple[Future, int] | None = None  # (fsync in the flusher thread, LEO then)
         self._closed = False
+        self._storage_failing = False  # a storage error was logged; cleared by the next good write
         os.makedirs(directory, exist_ok=True)
         self._load()
 
@@ -172,7 +175,7 @@ class PartitionLog:
         if seg.size and (seg.size + size > config.segment_bytes or now - seg.created_ms > config.segment_ms
                          or len(seg.index) >= self._max_index_entries
                          or seg.next_offset + span - 1 - seg.base_offset > _MAX_RELATIVE_OFFSET):
-            seg = self.roll()
+            seg = self._roll_for_append()
         offset = seg.next_offset
         _INT64.pack_into(buf, 0, offset)
         ts = max_timestamp
@@ -183,17 +186,43 @@ class PartitionLog:
         try:
             seg.write(buf)
         except OSError as exc:
-            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"cannot write {seg.log_path}: {exc}") from exc
+            raise self._storage_error(f"cannot write {seg.log_path}", exc) from exc
+        self._storage_failing = False
         next_offset = offset + span
         seg.note_batch(position, offset, next_offset, ts, size, config.index_interval_bytes)
         self._unflushed += span
         if self._first_unflushed_ms is None:
             self._first_unflushed_ms = now
-        if self._unflushed >= config.flush_messages:
-            self.flush()
-        elif now - self._first_unflushed_ms >= config.flush_ms:
-            self.flush_in_background()
+        self._flush_after_append(now)
         return AppendInfo(offset, next_offset - 1, ts, now if log_append else -1)
+
+    def _flush_after_append(self, now: int) -> None:
+        """flush.messages / flush.ms after an append whose bytes already reached the OS.
+
+        A failing fsync here must not fail the append: its bytes are written and will be
+        acknowledged as with any append within flush.ms; failing it would make the producer
+        send them again.  The next flush tries again."""
+        config = self.config
+        try:
+            if self._unflushed >= config.flush_messages:
+                self.flush()
+            elif now - self._first_unflushed_ms >= config.flush_ms:
+                self.flush_in_background()
+        except (OSError, KafkaError) as exc:
+            self._storage_error("flush after append failed", exc)
+
+    def _roll_for_append(self) -> Segment:
+        try:
+            return self.roll()
+        except OSError as exc:
+            raise self._storage_error("cannot roll a new segment", exc) from exc
+
+    def _storage_error(self, what: str, exc: BaseException) -> KafkaError:
+        """KAFKA_STORAGE_ERROR for the request; the cause is logged once until a write succeeds."""
+        if not self._storage_failing:
+            self._storage_failing = True
+            _log.error("%s in %s: %s", what, self.directory, exc)
+        return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{what}: {exc}")
 
     @property
     def _max_index_entries(self) -> int:
@@ -232,7 +261,10 @@ class PartitionLog:
                 _require_keys(memoryview(buf)[pos:pos + h.size])
         now = self._now()
         span = sum(h.last_offset_delta + 1 for _, h in batches)
-        self._roll_if_needed(len(buf), span, now)
+        try:
+            self._roll_if_needed(len(buf), span, now)
+        except OSError as exc:
+            raise self._storage_error("cannot roll a new segment", exc) from exc
         seg = self.active
         offset = seg.next_offset
         first_offset = offset
@@ -251,17 +283,14 @@ class PartitionLog:
         try:
             seg.write(buf)
         except OSError as exc:
-            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"cannot write {seg.log_path}: {exc}") from exc
+            raise self._storage_error(f"cannot write {seg.log_path}", exc) from exc
         interval = config.index_interval_bytes
         for note in notes:
             seg.note_batch(*note, interval)
         self._unflushed += span
         if self._first_unflushed_ms is None:
             self._first_unflushed_ms = now
-        if self._unflushed >= config.flush_messages:
-            self.flush()
-        elif now - self._first_unflushed_ms >= config.flush_ms:
-            self.flush_in_background()
+        self._flush_after_append(now)
         return AppendInfo(first_offset, offset - 1, max_ts, now if log_append else -1)
 
     # --- roll -----------------------------------------------------------------------------------
@@ -301,13 +330,19 @@ class PartitionLog:
         if old.size == 0:
             return old
         self._finish_background_flush(wait=True)  # its data must be on disk before we say so
+        # On a full disk any step below can fail; until the new segment exists the old one
+        # stays the active segment, open and intact, so the log keeps working once there is room.
         old.sync()
-        old.release()  # the next read maps it as a closed segment (bounded number of mappings)
         new = Segment.create(self.directory, old.next_offset, self._now())
+        old.release()  # the next read maps it as a closed segment (bounded number of mappings)
         self.segments.append(new)
         self._bases.append(new.base_offset)
         self.recovery_point = max(self.recovery_point, new.base_offset)
-        self._write_checkpoint(clean=False)
+        try:
+            self._write_checkpoint(clean=False)
+        except OSError as exc:
+            # The checkpoint only shortens recovery; an older one is still correct.
+            _log.warning("checkpoint of %s not written after a roll: %s", self.directory, exc)
         return new
 
     # --- flush ----------------------------------------------------------------------------------

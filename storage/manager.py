@@ -158,6 +158,20 @@ class LogManager:
             if m and m.group(1) == topic:
                 shutil.rmtree(os.path.join(self.data_dir, name), ignore_errors=True)
 
+    def drop_partitions(self, topic: str, first: int) -> None:
+        """Remove partitions ``first`` and up of ``topic`` with their files: the undo of a
+        topic creation or partition increase that could not be completed."""
+        for key in [k for k in self._logs if k[0] == topic and k[1] >= first]:
+            try:
+                self._logs.pop(key).delete()
+            except OSError:
+                _log.warning("could not remove %s-%d", *key, exc_info=True)
+            self._configured.discard(key)
+        for name in os.listdir(self.data_dir):
+            m = _PARTITION_DIR.match(name)
+            if m and m.group(1) == topic and int(m.group(2)) >= first:
+                shutil.rmtree(os.path.join(self.data_dir, name), ignore_errors=True)
+
     def tick(self, now_ms: int | None = None) -> None:
         """Maintenance: roll, flush and retention for every log, at most one compaction.
 

@@ -34,7 +34,7 @@ import logging
 import time
 from typing import Optional
 
-from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode, KafkaError
 
 from .coordinator import OFFSETS_TOPIC, GroupCoordinator
 from .shard import GroupConfig, every_partition, join_error, sync_error
@@ -78,7 +78,13 @@ async def find_coordinator(ctx, body: dict) -> dict:
     results = []
     for key in keys:
         if key_type == 0:
-            coord = ensure_coordinator(ctx.broker)
+            try:
+                coord = ensure_coordinator(ctx.broker)
+            except KafkaError as exc:
+                # __consumer_offsets could not be created (a full disk): retriable, the client
+                # asks again; the controller logged the storage error.
+                log.debug("no group coordinator yet: %s", exc)
+                coord = None
             error = ErrorCode.NONE if coord is not None and coord.active else ErrorCode.COORDINATOR_NOT_AVAILABLE
         elif key_type == 1:
             error = (ErrorCode.NONE if getattr(ctx.broker, "txn_coordinator", None) is not None

@@ -11,7 +11,9 @@ def test_compose_runs_the_broker_with_port_and_volume():
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     service = compose["services"]["minikafka"]
     assert service["build"] == "."
-    assert "9092:9092" in service["ports"]
+    # Loopback only by default: the broker has no authentication (issue 15).
+    assert service["ports"] == ["127.0.0.1:9092:9092"]
+    assert all(p.startswith("127.0.0.1:") for p in compose["services"]["kafka"]["ports"])
     volume, _, target = service["volumes"][0].partition(":")
     assert target == "/data"
     assert volume in compose["volumes"]
