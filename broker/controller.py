@@ -166,7 +166,10 @@ class Controller:
             raise KafkaError(UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {topic}-{partition}")
         plog = self._logs.get(topic, partition)
         if plog is None:
-            plog = self._logs.get_or_create(topic, partition, self._log_configs(info))
+            try:
+                plog = self._logs.get_or_create(topic, partition, self._log_configs(info))
+            except OSError as exc:
+                raise self._storage_error(f"cannot open {topic}-{partition}", exc) from exc
         return plog
 
     def topic_config_value(self, topic: str, name: str) -> Any:

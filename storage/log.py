@@ -518,9 +518,15 @@ class PartitionLog:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
                              f"cannot delete records up to {offset}: high watermark is {hw}")
         if offset > self.log_start_offset:
+            # The new start is on disk before anything changes: on a storage error nothing did.
+            previous = self.log_start_offset
             self.log_start_offset = offset
+            try:
+                self._write_checkpoint(clean=False)
+            except OSError as exc:
+                self.log_start_offset = previous
+                raise self._storage_error("cannot record the new log start", exc) from exc
             self._delete_prefix(self._segments_below(offset))
-            self._write_checkpoint(clean=False)
         return self.log_start_offset
 
     def apply_retention(self) -> int:

@@ -23,10 +23,11 @@ names echo Kafka's so the two can be compared.
 from __future__ import annotations
 
 import logging
+import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional, Protocol
 
-from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError, ProtocolError
 from minikafka.protocol.records import (
     CONTROL_COMMIT,
     build_batch,
@@ -236,23 +237,37 @@ class CoordinatorShard:
             self._replay_group(key, value)
 
     def load(self) -> None:
-        """Rebuild the shard from its partition, then start serving (COORDINATOR_LOAD_IN_PROGRESS before)."""
+        """Rebuild the shard from its partition, then start serving (COORDINATOR_LOAD_IN_PROGRESS before).
+
+        A batch that does not decode (a flipped bit on disk) is skipped with one error line: the
+        shard's other groups must not stay unavailable because of it."""
         for batch in self.log.iter_batches():
-            header = read_header(batch)
-            if header.is_control:
-                for record in iter_records(batch):
-                    self.replay_end_transaction(header.producer_id, control_record_type(record) == CONTROL_COMMIT)
-                continue
-            for record in iter_records(batch):
-                key = decode_key(record.key)
-                if key is None:
-                    continue
-                if isinstance(key, OffsetCommitKey):
-                    value = decode_offset_commit_value(record.value)
-                else:
-                    value = decode_group_metadata_value(record.value)
-                self.replay(record.offset, header.producer_id, key, value)
+            try:
+                self._load_batch(batch)
+            except (ProtocolError, struct.error, ValueError) as exc:
+                log.error("__consumer_offsets-%d: skipping an undecodable batch while loading: %s",
+                          self.partition, exc)
         self._on_loaded()
+
+    def _load_batch(self, batch) -> None:
+        header = read_header(batch)
+        records = list(iter_records(batch))  # decode all first: a bad batch is skipped whole
+        if header.is_control:
+            for record in records:
+                self.replay_end_transaction(header.producer_id, control_record_type(record) == CONTROL_COMMIT)
+            return
+        decoded = []
+        for record in records:
+            key = decode_key(record.key)
+            if key is None:
+                continue
+            if isinstance(key, OffsetCommitKey):
+                value = decode_offset_commit_value(record.value)
+            else:
+                value = decode_group_metadata_value(record.value)
+            decoded.append((record.offset, key, value))
+        for offset, key, value in decoded:
+            self.replay(offset, header.producer_id, key, value)
 
     def _on_loaded(self) -> None:
         for group in self.groups.values():

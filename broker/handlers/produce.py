@@ -95,7 +95,10 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
         return _partition_response(index, exc.code, message=exc.message, record_errors=[
             {"batch_index": e.batch_index, "batch_index_error_message": e.message}
             for e in exc.record_errors])
-    plog = controller.log(topic, index)
+    try:
+        plog = controller.log(topic, index)
+    except KafkaError as exc:
+        return _partition_response(index, exc.code, message=str(exc))
     if header.producer_id >= 0:
         state = controller.producer_states.for_partition(topic, index, plog)
         check = state.check(header.producer_id, header.producer_epoch, header.base_sequence,

@@ -350,3 +350,20 @@ def test_coordinator_completes_transactions_in_every_shard_that_holds_them():
     for g in groups:
         r = coord.shard_for(g).fetch_offsets(g, [{"name": "t", "partition_indexes": [0]}], True)
         assert r["topics"][0]["partitions"][0]["committed_offset"] == 8
+
+
+def test_an_undecodable_batch_is_skipped_on_load_and_the_rest_loads():
+    """A flipped bit in one stored batch must not keep the shard's other groups unavailable."""
+    from minikafka.protocol.records import set_crc
+
+    h = Harness()
+    h.commit("a", {("t", 0): 5})
+    h.commit("b", {("t", 0): 7})
+    broken = bytearray(h.log.batches[0])
+    broken[70:] = b"\xff" * (len(broken) - 70)  # the records no longer parse (CRC fixed up)
+    set_crc(broken)
+    h.log.batches[0] = broken
+    h2 = h.restart()
+    assert h2.shard.loaded
+    assert h2.committed("a", "t", 0) == (-1, "")  # lost with its batch, and logged
+    assert h2.committed("b", "t", 0) == (7, "")
