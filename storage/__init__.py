@@ -80,7 +80,15 @@ Known differences from Kafka (on purpose, or not done yet)
   data is kept.  See storage/cleaner.py.
 * Deleted segments and topics go at once (no file.delete.delay.ms, no ``-delete`` rename): readers
   keep their mappings, so nothing they hold becomes invalid.
-* message.timestamp.before/after.max.ms are not checked.
+* message.timestamp.before/after.max.ms are checked per record by the broker before an append
+  (protocol/validation.py), not by storage; ``append(batch, validated=True)`` skips the CRC and
+  key checks the validator already made.
+* Storage errors: a failing write, roll or log-start change raises
+  KafkaError(KAFKA_STORAGE_ERROR), logged once per log until a write succeeds; the log stays
+  usable (a failed roll keeps the old segment active).  A failing fsync after a written append
+  does not fail the append.  Kafka instead takes the whole log directory offline.
+* Every compressed batch storage opens (time lookups, compaction, key checks) inflates within
+  256 MiB (protocol.records.DECOMPRESSED_CAP_BYTES); past it the batch counts as corrupt.
 
 On disk
 =======
