@@ -7,7 +7,10 @@ COPY storage ./storage
 COPY broker ./broker
 COPY pipeline ./pipeline
 COPY minikafka ./minikafka
-RUN pip install --no-cache-dir .
+# A C compiler for the produce validator's extension (protocol/_validate.c), removed afterwards.
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && pip install --no-cache-dir . \
+    && apt-get purge -y gcc libc6-dev && apt-get autoremove -y && rm -rf /var/lib/apt/lists/*
 VOLUME /data
 EXPOSE 9092
 # Bind every interface inside the container, but advertise the address clients on the host use.

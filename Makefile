@@ -19,11 +19,12 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
-$(RUN_STAMP): pyproject.toml | $(PY)
+# protocol/_validate.c is compiled by pip (an optional extension): a change to it reinstalls too.
+$(RUN_STAMP): pyproject.toml protocol/_validate.c | $(PY)
 	$(PIP) install --quiet -e .
 	touch $@
 
-$(TEST_STAMP): pyproject.toml | $(PY)
+$(TEST_STAMP): pyproject.toml protocol/_validate.c | $(PY)
 	$(PIP) install --quiet -e '.[test,spark]'
 	touch $@ $(RUN_STAMP)
 
