@@ -155,6 +155,13 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
     _s("http.host", "string", "127.0.0.1", "minikafka: address the HTTP server binds (loopback by default).", True),
     _s("http.max.request.bytes", "int", 16 * 1024 * 1024, "minikafka: largest HTTP request body.", True),
     _s("maintenance.interval.ms", "long", 1000, "minikafka: period of the maintenance task (LogManager.tick)."),
+    # issue 14: bounded request memory, connection log summary, quotas, client telemetry
+    _s("queued.max.request.bytes", "long", 268435456,
+       "Bytes of received, unanswered requests across connections before reading pauses (Kafka: -1, unbounded)."),
+    _s("queued.max.request.bytes.per.connection", "long", 67108864,
+       "minikafka: the same bound per connection; -1 unbounded."),
+    _s("connections.summary.interval.ms", "long", 60000,
+       "minikafka: period of the INFO line counting connections opened/closed (only when they changed)."),
 )}
 
 # Topic-level settings: (type, broker synonym supplying the default).  Values are stored as
