@@ -259,7 +259,7 @@ async def test_real_codec_api_versions_metadata_and_v0_fallback(tmp_path):
     assert len(frames) == 3
     cid, versions = decode_response(18, 4, frames[0])
     assert cid == 1 and {(k["api_key"], k["min_version"], k["max_version"]) for k in versions["api_keys"]} == {
-        (18, 0, 4), (3, 0, 12)}
+        (18, 0, 4), (3, 0, 13)}
     cid, md = decode_response(3, 12, frames[1])
     assert cid == 2 and md["topics"][0]["name"] == "t" and len(md["topics"][0]["partitions"]) == 3
     cid, fallback = decode_response(18, 0, frames[2])
