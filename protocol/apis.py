@@ -116,8 +116,8 @@ class ApiRegistry:
         return api_key in self._entries
 
     def api_versions_body(self, error_code: int = 0) -> dict:
-        """The ApiVersions response body, ascending by key.  No features are advertised: Java
-        4.x would switch to transactions V2 if ``transaction.version`` >= 2 were finalized."""
+        """The ApiVersions response body, ascending by key (the feature fields of v3+ are added
+        by the ApiVersions handler from broker.features)."""
         return {
             "error_code": error_code,
             "api_keys": [

@@ -18,5 +18,7 @@ HANDLER_MODULES: list[str] = [
     "minikafka.broker.handlers.admin_topics",
     "minikafka.broker.handlers.admin_configs",
     "minikafka.broker.handlers.admin_cluster",
+    "minikafka.broker.handlers.admin_replicas",
+    "minikafka.broker.handlers.admin_quorum",
     "minikafka.broker.group.apis",
 ]
