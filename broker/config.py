@@ -162,6 +162,8 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
        "minikafka: the same bound per connection; -1 unbounded."),
     _s("connections.summary.interval.ms", "long", 60000,
        "minikafka: period of the INFO line counting connections opened/closed (only when they changed)."),
+    _s("quota.window.num", "int", 11, "Samples of the client-quota rate."),
+    _s("quota.window.size.seconds", "int", 1, "Length of one client-quota sample."),
     _s("max.request.partition.size.limit", "int", 2000,
        "Most partitions in one DescribeTopicPartitions response (the request may ask for fewer)."),
 )}

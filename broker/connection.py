@@ -126,6 +126,8 @@ class KafkaConnection(asyncio.Protocol):
         self.closed = False
         self._reading_paused = False
         self._writing_paused = False
+        self._muted = False  # a client quota's throttle (KIP-219): not read until it ends
+        self._muted_until = 0.0
         self.requests_seen = 0
 
     # -- asyncio.Protocol -------------------------------------------------------------------
@@ -221,7 +223,11 @@ class KafkaConnection(asyncio.Protocol):
         ctx = RequestContext(request.api_key, request.api_version, request.correlation_id,
                              request.client_id, self.client_host, self.broker, self)
         try:
-            coro = handler(ctx, request.body)
+            quotas = getattr(self.broker, "quotas", None)
+            if quotas is not None and quotas.active:
+                coro = quotas.run(handler, ctx, request.body, slot.size)
+            else:
+                coro = handler(ctx, request.body)
         except Exception as exc:  # a synchronous failure building the coroutine
             self._handler_failed(slot, exc)
             return
@@ -314,7 +320,8 @@ class KafkaConnection(asyncio.Protocol):
             return
         queued = self.queued_bytes
         over_total = queued > 0 and self._budget.full()
-        should_pause = (self._writing_paused or len(self._pending) >= self.max_in_flight or over_total
+        should_pause = (self._writing_paused or self._muted or len(self._pending) >= self.max_in_flight
+                        or over_total
                         or 0 <= self.max_queued_bytes <= queued and queued > 0)
         if over_total:
             self._budget.waiting.add(self)
@@ -326,6 +333,23 @@ class KafkaConnection(asyncio.Protocol):
         elif not should_pause and self._reading_paused:
             self._reading_paused = False
             self.transport.resume_reading()
+
+    def mute_for(self, seconds: float) -> None:
+        """Stop reading for ``seconds``: a quota throttle the client was told about."""
+        if self.closed or seconds <= 0:
+            return
+        loop = self.broker.loop
+        until = loop.time() + seconds
+        if self._muted and until <= self._muted_until:
+            return
+        self._muted, self._muted_until = True, until
+        self._update_reading()
+        loop.call_at(until, self._unmute, until)
+
+    def _unmute(self, until: float) -> None:
+        if self._muted and until >= self._muted_until:
+            self._muted = False
+            self._update_reading()
 
     def _violation(self, reason: str) -> None:
         log.warning("closing connection from %s client_id=%s: %s", self.peer, self.client_id, reason)

@@ -82,6 +82,7 @@ class Broker:
         self.connections: set[KafkaConnection] = set()
         self.request_bytes = RequestBytes(config.get("queued.max.request.bytes"))
         self.connection_stats = ConnectionStats()
+        self.quotas = None  # broker.quotas.ClientQuotas, once the controller is open
         self.append_waiters = AppendWaiters()
         self.modules: list[Any] = []
         self._handler_module_names = handler_modules
@@ -129,6 +130,9 @@ class Broker:
             from .controller import Controller
 
             self.controller = Controller.open(self.config, now_ms=self.now_ms)
+        from .quotas import ClientQuotas
+
+        self.quotas = ClientQuotas(self)
         try:
             self.build_registry()
         except HandlerModuleError:

@@ -20,5 +20,6 @@ HANDLER_MODULES: list[str] = [
     "minikafka.broker.handlers.admin_cluster",
     "minikafka.broker.handlers.admin_replicas",
     "minikafka.broker.handlers.admin_quorum",
+    "minikafka.broker.handlers.client_quotas",
     "minikafka.broker.group.apis",
 ]
