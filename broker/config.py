@@ -164,6 +164,12 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
        "minikafka: period of the INFO line counting connections opened/closed (only when they changed)."),
     _s("quota.window.num", "int", 11, "Samples of the client-quota rate."),
     _s("quota.window.size.seconds", "int", 1, "Length of one client-quota sample."),
+    _s("client.telemetry.enable", "boolean", False,
+       "minikafka: serve KIP-714 client telemetry (GetTelemetrySubscriptions/PushTelemetry) and keep what clients push."),
+    _s("client.telemetry.metrics", "list", "*",
+       "minikafka: metric name prefixes requested from clients; * requests every metric."),
+    _s("client.telemetry.push.interval.ms", "int", 30000, "minikafka: how often clients push their metrics."),
+    _s("telemetry.max.bytes", "int", 1048576, "Largest metrics payload a client may push."),
     _s("max.request.partition.size.limit", "int", 2000,
        "Most partitions in one DescribeTopicPartitions response (the request may ask for fewer)."),
 )}

@@ -83,6 +83,7 @@ class Broker:
         self.request_bytes = RequestBytes(config.get("queued.max.request.bytes"))
         self.connection_stats = ConnectionStats()
         self.quotas = None  # broker.quotas.ClientQuotas, once the controller is open
+        self.telemetry = None  # handlers.client_telemetry.ClientTelemetry when client.telemetry.enable
         self.append_waiters = AppendWaiters()
         self.modules: list[Any] = []
         self._handler_module_names = handler_modules

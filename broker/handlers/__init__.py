@@ -21,5 +21,6 @@ HANDLER_MODULES: list[str] = [
     "minikafka.broker.handlers.admin_replicas",
     "minikafka.broker.handlers.admin_quorum",
     "minikafka.broker.handlers.client_quotas",
+    "minikafka.broker.handlers.client_telemetry",
     "minikafka.broker.group.apis",
 ]
