@@ -157,5 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"minikafka: cannot start: {exc}", file=sys.stderr)
         return 1
+    except RuntimeError as exc:  # broker.server.HandlerModuleError: an API family is missing
+        print(f"minikafka: cannot start: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 0

@@ -159,6 +159,23 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
        "minikafka: a compressed batch may inflate to at most this many times max.message.bytes "
        "(and never past 256 MiB); larger ones are refused with RECORD_LIST_TOO_LARGE."),
     _s("maintenance.interval.ms", "long", 1000, "minikafka: period of the maintenance task (LogManager.tick)."),
+    # issue 14: bounded request memory, connection log summary, quotas, client telemetry
+    _s("queued.max.request.bytes", "long", 268435456,
+       "Bytes of received, unanswered requests across connections before reading pauses (Kafka: -1, unbounded)."),
+    _s("queued.max.request.bytes.per.connection", "long", 67108864,
+       "minikafka: the same bound per connection; -1 unbounded."),
+    _s("connections.summary.interval.ms", "long", 60000,
+       "minikafka: period of the INFO line counting connections opened/closed (only when they changed)."),
+    _s("quota.window.num", "int", 11, "Samples of the client-quota rate."),
+    _s("quota.window.size.seconds", "int", 1, "Length of one client-quota sample."),
+    _s("client.telemetry.enable", "boolean", False,
+       "minikafka: serve KIP-714 client telemetry (GetTelemetrySubscriptions/PushTelemetry) and keep what clients push."),
+    _s("client.telemetry.metrics", "list", "*",
+       "minikafka: metric name prefixes requested from clients; * requests every metric."),
+    _s("client.telemetry.push.interval.ms", "int", 30000, "minikafka: how often clients push their metrics."),
+    _s("telemetry.max.bytes", "int", 1048576, "Largest metrics payload a client may push."),
+    _s("max.request.partition.size.limit", "int", 2000,
+       "Most partitions in one DescribeTopicPartitions response (the request may ask for fewer)."),
 )}
 
 # Topic-level settings: (type, broker synonym supplying the default).  Values are stored as

@@ -11,8 +11,16 @@ Handlers start in arrival order (tasks run FIFO) and the Produce handler appends
 ``await``, so appends from one connection land in the log in request order, which idempotent
 producers with several requests in flight rely on.
 
-Back-pressure: reading stops while ``queued.max.requests`` requests are pending or the transport's
-write buffer is above its high-water mark (``pause_writing``), and resumes when both clear.
+Back-pressure: reading stops while ``queued.max.requests`` requests are pending, while the bytes
+of this connection's received-but-unanswered requests reach
+``queued.max.request.bytes.per.connection``, while those of all connections reach
+``queued.max.request.bytes`` (Kafka's memory pool for requests), or while the transport's write
+buffer is above its high-water mark (``pause_writing``); it resumes when all clear.  A connection
+with nothing pending always reads, so one request larger than a limit still gets served and the
+total overshoots by at most one frame per connection.
+
+Logging: opens and closes are DEBUG, as in Kafka (a CI run opens thousands); ``ConnectionStats``
+counts them for the broker's periodic INFO summary.  Protocol violations are WARNING.
 
 Errors: bytes we cannot parse (a bad frame size, a truncated header, an API version we do not
 serve) close only this connection, after a log line naming the peer and client id, as Kafka does.
@@ -41,14 +49,46 @@ UNSUPPORTED_VERSION = 35
 class _Slot:
     """A request's place in the response queue."""
 
-    __slots__ = ("api_key", "api_version", "correlation_id", "done", "chunks")
+    __slots__ = ("api_key", "api_version", "correlation_id", "done", "chunks", "size")
 
-    def __init__(self, api_key: int, api_version: int, correlation_id: int):
+    def __init__(self, api_key: int, api_version: int, correlation_id: int, size: int = 0):
         self.api_key = api_key
         self.api_version = api_version
         self.correlation_id = correlation_id
         self.done = False
         self.chunks: list | None = None
+        self.size = size  # bytes of the request frame, held until the response leaves
+
+
+class RequestBytes:
+    """Bytes of received requests not yet answered, across the broker's connections.
+
+    ``limit`` < 0 means unbounded (Kafka's ``queued.max.request.bytes=-1``).  Connections that
+    paused because the total was reached wait in ``waiting`` and are resumed when it drops."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self.waiting: set = set()
+
+    def full(self) -> bool:
+        return 0 <= self.limit <= self.used
+
+    def release(self, size: int) -> None:
+        was_full = self.full()
+        self.used -= size
+        if was_full and not self.full() and self.waiting:
+            for conn in list(self.waiting):
+                conn._update_reading()
+
+
+class ConnectionStats:
+    """Counters for the broker's periodic connection summary (INFO, only when they moved)."""
+
+    __slots__ = ("opened", "closed", "violations")
+
+    def __init__(self) -> None:
+        self.opened = self.closed = self.violations = 0
 
 
 def _default_codec():
@@ -72,6 +112,11 @@ class KafkaConnection(asyncio.Protocol):
         self.max_in_flight = max_in_flight or config.get("queued.max.requests")
         self.write_high_water = write_high_water or config.get("socket.send.buffer.high.water.bytes")
         self._decoder = FrameDecoder(max_frame_size or config.get("socket.request.max.bytes"))
+        self.max_queued_bytes = config.get("queued.max.request.bytes.per.connection")
+        self.queued_bytes = 0
+        self._budget: RequestBytes = getattr(broker, "request_bytes", None) or RequestBytes(
+            config.get("queued.max.request.bytes"))
+        self._stats: ConnectionStats | None = getattr(broker, "connection_stats", None)
         self._pending: deque[_Slot] = deque()
         self._tasks: set[asyncio.Task] = set()
         self.transport: asyncio.Transport | None = None
@@ -81,6 +126,8 @@ class KafkaConnection(asyncio.Protocol):
         self.closed = False
         self._reading_paused = False
         self._writing_paused = False
+        self._muted = False  # a client quota's throttle (KIP-219): not read until it ends
+        self._muted_until = 0.0
         self.requests_seen = 0
         self.last_active = 0.0  # loop time of the last bytes in or out (connections.max.idle.ms)
 
@@ -98,7 +145,9 @@ class KafkaConnection(asyncio.Protocol):
             pass
         self.broker.connections.add(self)
         self.last_active = self.broker.loop.time() if self.broker.loop is not None else 0.0
-        log.info("connection opened from %s", self.peer)
+        if self._stats is not None:
+            self._stats.opened += 1
+        log.debug("connection opened from %s", self.peer)
 
     def connection_lost(self, exc) -> None:
         if not self.closed:
@@ -106,8 +155,10 @@ class KafkaConnection(asyncio.Protocol):
         self.broker.connections.discard(self)
         # Handlers still running finish on their own (a parked JoinGroup must not be torn down
         # just because its socket died); their responses are dropped.
-        self._pending.clear()
-        log.info("connection closed from %s client_id=%s requests=%d%s", self.peer, self.client_id,
+        self._drop_pending()
+        if self._stats is not None:
+            self._stats.closed += 1
+        log.debug("connection closed from %s client_id=%s requests=%d%s", self.peer, self.client_id,
                  self.requests_seen, f" ({exc})" if exc else "")
 
     def pause_writing(self) -> None:
@@ -161,12 +212,25 @@ class KafkaConnection(asyncio.Protocol):
         if log.isEnabledFor(logging.DEBUG):
             log.debug("request api=%d v%d corr=%d client_id=%s from %s", request.api_key,
                       request.api_version, request.correlation_id, request.client_id, self.peer)
-        slot = _Slot(request.api_key, request.api_version, request.correlation_id)
+        slot = _Slot(request.api_key, request.api_version, request.correlation_id, len(frame))
         self._pending.append(slot)
+        self.queued_bytes += slot.size
+        budget = self._budget
+        was_full = budget.full()
+        budget.used += slot.size
+        if not was_full and budget.full():
+            # Just reached: the other connections holding requests stop reading too.
+            for conn in self.broker.connections:
+                if conn is not self:
+                    conn._update_reading()
         ctx = RequestContext(request.api_key, request.api_version, request.correlation_id,
                              request.client_id, self.client_host, self.broker, self)
         try:
-            coro = handler(ctx, request.body)
+            quotas = getattr(self.broker, "quotas", None)
+            if quotas is not None and quotas.active:
+                coro = quotas.run(handler, ctx, request.body, slot.size)
+            else:
+                coro = handler(ctx, request.body)
         except Exception as exc:  # a synchronous failure building the coroutine
             self._handler_failed(slot, exc)
             return
@@ -225,12 +289,25 @@ class KafkaConnection(asyncio.Protocol):
     def _flush(self) -> None:
         pending = self._pending
         transport = self.transport
+        released = 0
         while pending and pending[0].done:
             slot = pending.popleft()
+            released += slot.size
             if slot.chunks is not None and not self.closed:
                 transport.writelines(slot.chunks)
                 self.last_active = self.broker.loop.time()
+        if released:
+            self.queued_bytes -= released
+            self._budget.release(released)
         self._update_reading()
+
+    def _drop_pending(self) -> None:
+        released = self.queued_bytes
+        self._pending.clear()
+        self.queued_bytes = 0
+        self._budget.waiting.discard(self)
+        if released:
+            self._budget.release(released)
 
     # -- flow control and closing ------------------------------------------------------------
 
@@ -245,7 +322,15 @@ class KafkaConnection(asyncio.Protocol):
     def _update_reading(self) -> None:
         if self.closed or self.transport is None:
             return
-        should_pause = self._writing_paused or len(self._pending) >= self.max_in_flight
+        queued = self.queued_bytes
+        over_total = queued > 0 and self._budget.full()
+        should_pause = (self._writing_paused or self._muted or len(self._pending) >= self.max_in_flight
+                        or over_total
+                        or 0 <= self.max_queued_bytes <= queued and queued > 0)
+        if over_total:
+            self._budget.waiting.add(self)
+        else:
+            self._budget.waiting.discard(self)
         if should_pause and not self._reading_paused:
             self._reading_paused = True
             self.transport.pause_reading()
@@ -258,16 +343,34 @@ class KafkaConnection(asyncio.Protocol):
         if self._pending or self._tasks:
             return 0.0
         return now - self.last_active
+    def mute_for(self, seconds: float) -> None:
+        """Stop reading for ``seconds``: a quota throttle the client was told about."""
+        if self.closed or seconds <= 0:
+            return
+        loop = self.broker.loop
+        until = loop.time() + seconds
+        if self._muted and until <= self._muted_until:
+            return
+        self._muted, self._muted_until = True, until
+        self._update_reading()
+        loop.call_at(until, self._unmute, until)
+
+    def _unmute(self, until: float) -> None:
+        if self._muted and until >= self._muted_until:
+            self._muted = False
+            self._update_reading()
 
     def _violation(self, reason: str) -> None:
         log.warning("closing connection from %s client_id=%s: %s", self.peer, self.client_id, reason)
+        if self._stats is not None:
+            self._stats.violations += 1
         self.close()
 
     def close(self) -> None:
         if self.closed:
             return
         self.closed = True
-        self._pending.clear()
+        self._drop_pending()
         if self.transport is not None:
             self.transport.close()
 

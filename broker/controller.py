@@ -9,7 +9,10 @@ controller): every change is appended to storage's metadata log first and then a
 * ``{"type": "partitions", "name", "num_partitions"}`` (CreatePartitions);
 * ``{"type": "topic_configs", "name", "configs"}`` (the full override map after a change);
 * ``{"type": "remove_topic", "name"}``;
-* ``{"type": "producer_ids", "next": int}`` (ids below ``next`` are reserved; see producer_state).
+* ``{"type": "producer_ids", "next": int}`` (ids below ``next`` are reserved; see producer_state);
+* ``{"type": "feature_level", "name", "level"}`` (UpdateFeatures; level 0 turns the feature off);
+* ``{"type": "client_quota", "entity": [[type, name or None], ...], "key", "value" or None}``
+  (AlterClientQuotas; None removes the key, a None name is the default entity).
 
 Partition data lives in storage's LogManager, one PartitionLog per (topic, partition).
 Topic names follow Kafka's rules (``Topic.validate``): 1..249 characters of ``[a-zA-Z0-9._-]``,
@@ -85,6 +88,9 @@ class Controller:
         self.topics: dict[str, TopicInfo] = {}
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
         self._next_producer_id = 0
+        self.finalized_features: dict[str, int] = {}
+        self.client_quotas: dict[tuple, dict[str, float]] = {}
+        self.metadata_records = 0  # records replayed and committed: the metadata log's end offset
         self._metadata_log = metadata_log
         self._logs = log_manager
         for record in metadata_log.records():
@@ -119,6 +125,7 @@ class Controller:
         self._apply(record)
 
     def _apply(self, record: dict) -> None:
+        self.metadata_records += 1
         kind = record.get("type")
         if kind == "cluster":
             self.cluster_id = record["cluster_id"]
@@ -141,8 +148,27 @@ class Controller:
                 self._by_id.pop(info.topic_id, None)
         elif kind == "producer_ids":
             self._next_producer_id = max(self._next_producer_id, int(record["next"]))
+        elif kind == "feature_level":
+            # Kept at 0 too: an explicit 0 overrides the broker's default level.
+            self.finalized_features[record["name"]] = int(record["level"])
+        elif kind == "client_quota":
+            entity = tuple((t, n) for t, n in record["entity"])
+            values = self.client_quotas.setdefault(entity, {})
+            if record.get("value") is None:
+                values.pop(record["key"], None)
+                if not values:
+                    del self.client_quotas[entity]
+            else:
+                values[record["key"]] = float(record["value"])
         else:
             log.warning("ignoring unknown metadata record %r", record)
+
+    def set_feature_level(self, name: str, level: int) -> None:
+        self._commit({"type": "feature_level", "name": name, "level": int(level)})
+
+    def alter_client_quota(self, entity: tuple, key: str, value: float | None) -> None:
+        self._commit({"type": "client_quota", "entity": [list(e) for e in entity], "key": key,
+                      "value": value})
 
     def _reserve_producer_ids(self, upto: int) -> None:
         self._commit({"type": "producer_ids", "next": upto})

@@ -16,7 +16,7 @@ import time
 from typing import Any, Callable, Iterable
 
 from .config import BrokerConfig
-from .connection import KafkaConnection
+from .connection import ConnectionStats, KafkaConnection, RequestBytes
 
 log = logging.getLogger("minikafka.broker")
 
@@ -52,20 +52,20 @@ class AppendWaiters:
         return len(self._by_key)
 
 
+class HandlerModuleError(RuntimeError):
+    """A handler module listed in HANDLER_MODULES could not be imported or registered.
+
+    The broker refuses to start rather than run without some of its APIs: a client would see
+    a broker that advertises less than it should, or closes connections on APIs it expects."""
+
+
 def _load_handler_modules(names: Iterable[str]) -> list[Any]:
     modules = []
     for name in names:
         try:
             modules.append(importlib.import_module(name))
-        except ModuleNotFoundError as exc:
-            if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
-                log.info("handler module %s not present; its APIs are not served", name)
-            else:
-                log.error("handler module %s failed to import; its APIs are not served", name,
-                          exc_info=True)
-        except Exception:
-            log.error("handler module %s failed to import; its APIs are not served", name,
-                      exc_info=True)
+        except Exception as exc:
+            raise HandlerModuleError(f"handler module {name} failed to import: {exc!r}") from exc
     return modules
 
 
@@ -80,6 +80,10 @@ class Broker:
         self.txn_coordinator = None  # set by a transaction coordinator module if present
         self.registry = None
         self.connections: set[KafkaConnection] = set()
+        self.request_bytes = RequestBytes(config.get("queued.max.request.bytes"))
+        self.connection_stats = ConnectionStats()
+        self.quotas = None  # broker.quotas.ClientQuotas, once the controller is open
+        self.telemetry = None  # handlers.client_telemetry.ClientTelemetry when client.telemetry.enable
         self.append_waiters = AppendWaiters()
         self.modules: list[Any] = []
         self._handler_module_names = handler_modules
@@ -104,8 +108,9 @@ class Broker:
         self.modules = _load_handler_modules(names)
         for module in self.modules:
             register = getattr(module, "register", None)
-            if register is not None:
-                register(self.registry, self)
+            if register is None:
+                raise HandlerModuleError(f"handler module {module.__name__} has no register()")
+            register(self.registry, self)
 
     def registry_range(self, api_key: int) -> tuple[int, int]:
         from minikafka.protocol.apis import SERVE
@@ -126,7 +131,14 @@ class Broker:
             from .controller import Controller
 
             self.controller = Controller.open(self.config, now_ms=self.now_ms)
-        self.build_registry()
+        from .quotas import ClientQuotas
+
+        self.quotas = ClientQuotas(self)
+        try:
+            self.build_registry()
+        except HandlerModuleError:
+            self.controller.close()
+            raise
         for module in self.modules:
             start = getattr(module, "start", None)
             if start is not None:
@@ -153,10 +165,16 @@ class Broker:
         Kafka (its retention task starts 30 s after boot), so data with old CreateTime
         timestamps is not deleted the moment a producer writes it."""
         retention_every = self.config.get("log.retention.check.interval.ms") / 1000.0
+        summary_every = self.config.get("connections.summary.interval.ms") / 1000.0
         loop = self.loop
         next_full = loop.time() + min(30.0, retention_every)
+        next_summary = loop.time() + summary_every
+        last = (0, 0, 0)
         while True:
             await asyncio.sleep(interval)
+            if summary_every > 0 and loop.time() >= next_summary:
+                next_summary = loop.time() + summary_every
+                last = self._log_connection_summary(last, summary_every)
             try:
                 self.close_idle_connections()
                 if loop.time() >= next_full:
@@ -182,6 +200,16 @@ class Broker:
                 conn.close()
                 closed += 1
         return closed
+    def _log_connection_summary(self, last: tuple, period_s: float) -> tuple:
+        """One INFO line per period in which connections were opened or closed (Kafka logs each
+        at DEBUG; an operator wants the rate and the count, not 10,000 lines)."""
+        stats = self.connection_stats
+        now = (stats.opened, stats.closed, stats.violations)
+        if now != last:
+            log.info("connections: %d open; in the last %.0f s %d opened, %d closed, %d closed for "
+                     "protocol violations; %d request bytes queued", len(self.connections), period_s,
+                     now[0] - last[0], now[1] - last[1], now[2] - last[2], self.request_bytes.used)
+        return now
 
     async def stop(self) -> None:
         """Stop accepting, end connections, stop modules, flush and mark the logs clean."""

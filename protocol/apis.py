@@ -3,8 +3,11 @@
 ``SERVE`` is the "Serve" column of shared/PROTOCOL.md: the versions the codec must decode and
 encode.  It includes APIs whose handlers are written later (admin, transactions, "(later)"
 rows) so that the codec and its tests cover them now.  APIs marked "don't advertise" or
-"internal" there (WriteTxnMarkers 27, ConsumerGroupHeartbeat 68, ConsumerGroupDescribe 69,
-GetTelemetrySubscriptions 71) are absent on purpose.
+"internal" there (WriteTxnMarkers 27, ConsumerGroupHeartbeat 68, ConsumerGroupDescribe 69) are
+absent on purpose.  Issue 14 raised the table to what a single-node KRaft Kafka 4.0 advertises
+(Fetch 17 with topic ids, ListOffsets 10, Metadata 13, DescribeCluster 2, DescribeGroups 6 and
+the single-node admin APIs), plus the KIP-714 telemetry pair, whose specs come from
+``protocol.specs_kafka4`` because kafka-python does not ship them.
 
 Produce is listed as 0-11: Kafka 4.x advertises v0-2 (librdkafka < 2.11.1 turns compression off
 without them, KAFKA-18659) but answers them with UNSUPPORTED_VERSION; the codec can decode
@@ -25,9 +28,9 @@ API_VERSIONS = 18
 
 SERVE: dict[int, tuple[int, int]] = {
     0: (0, 11),  # Produce (advertise 0-11, answer 0-2 with UNSUPPORTED_VERSION)
-    1: (4, 12),  # Fetch
-    2: (1, 7),  # ListOffsets
-    3: (0, 12),  # Metadata
+    1: (4, 17),  # Fetch (13+ by topic id)
+    2: (1, 10),  # ListOffsets
+    3: (0, 13),  # Metadata
     8: (2, 9),  # OffsetCommit
     9: (1, 9),  # OffsetFetch
     10: (0, 4),  # FindCoordinator
@@ -35,7 +38,7 @@ SERVE: dict[int, tuple[int, int]] = {
     12: (0, 4),  # Heartbeat
     13: (0, 5),  # LeaveGroup
     14: (0, 5),  # SyncGroup
-    15: (0, 5),  # DescribeGroups
+    15: (0, 6),  # DescribeGroups
     16: (0, 5),  # ListGroups
     17: (0, 1),  # SaslHandshake
     18: (0, 4),  # ApiVersions
@@ -50,16 +53,27 @@ SERVE: dict[int, tuple[int, int]] = {
     28: (0, 4),  # TxnOffsetCommit
     32: (1, 4),  # DescribeConfigs
     33: (0, 2),  # AlterConfigs
-    35: (1, 4),  # DescribeLogDirs (later)
+    34: (1, 2),  # AlterReplicaLogDirs
+    35: (1, 4),  # DescribeLogDirs
     36: (0, 2),  # SaslAuthenticate
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
+    43: (0, 2),  # ElectLeaders
     44: (0, 1),  # IncrementalAlterConfigs
+    45: (0, 1),  # AlterPartitionReassignments
+    46: (0, 0),  # ListPartitionReassignments
     47: (0, 0),  # OffsetDelete
-    60: (0, 1),  # DescribeCluster
+    48: (0, 1),  # DescribeClientQuotas
+    49: (0, 1),  # AlterClientQuotas
+    55: (0, 2),  # DescribeQuorum
+    57: (0, 2),  # UpdateFeatures
+    60: (0, 2),  # DescribeCluster
     61: (0, 0),  # DescribeProducers (later)
     65: (0, 0),  # DescribeTransactions (later)
     66: (0, 1),  # ListTransactions (later)
+    71: (0, 0),  # GetTelemetrySubscriptions (advertised only with client telemetry on)
+    72: (0, 0),  # PushTelemetry (advertised only with client telemetry on)
+    75: (0, 0),  # DescribeTopicPartitions
 }
 
 Handler = Callable[..., Any]
@@ -102,8 +116,8 @@ class ApiRegistry:
         return api_key in self._entries
 
     def api_versions_body(self, error_code: int = 0) -> dict:
-        """The ApiVersions response body, ascending by key.  No features are advertised: Java
-        4.x would switch to transactions V2 if ``transaction.version`` >= 2 were finalized."""
+        """The ApiVersions response body, ascending by key (the feature fields of v3+ are added
+        by the ApiVersions handler from broker.features)."""
         return {
             "error_code": error_code,
             "api_keys": [

@@ -3,9 +3,11 @@
 They produce exactly the bytes of the generic codec (tests/unit/protocol/test_codec_fast.py
 compares them on random bodies and on every partition shape) but cut the per-field work:
 
-* Fetch v11/v12: one itemgetter call reads a partition, one struct call writes its fixed fields;
+* Fetch v11-v17: one itemgetter call reads a partition, one struct call writes its fixed fields;
   record buffers are appended as their own chunks (never copied), as in the generic encoder.
-* Metadata v9-v12: a partition, its three int32 arrays included, is one ``Struct.pack``: inline
+  v13+ write the topic id instead of the name; v16+ ``node_endpoints`` (a tagged field set only
+  on leader errors) goes to the generic encoder.
+* Metadata v9-v13: a partition, its three int32 arrays included, is one ``Struct.pack``: inline
   for the 1-replica (this broker) and 3-replica shapes, otherwise through a packer generated
   per array-length shape (star-arguments cost more than the pack itself on CPython 3.11).
 
@@ -101,6 +103,9 @@ def _fetch(version: int, correlation_id: int, body: dict) -> list:
         null_aborted, null_marker = _FETCH_PART_NULL_ABORTED_COMPACT.pack, 0
     else:
         null_aborted, null_marker = _FETCH_PART_NULL_ABORTED.pack, -1
+    by_id = version >= 13
+    if version >= 16 and body.get("node_endpoints"):
+        raise _Fallback
     out += _FETCH_TOP.pack(body["throttle_time_ms"], body["error_code"], body["session_id"])
     topics = body["responses"]
     if flexible:
@@ -111,7 +116,11 @@ def _fetch(version: int, correlation_id: int, body: dict) -> list:
     else:
         out += _I32.pack(len(topics))
     for t in topics:
-        if flexible:
+        if by_id:
+            tid = t["topic_id"]
+            raw = _UUID_BYTES.get(tid)
+            out += raw if raw is not None else _uuid_bytes(tid)
+        elif flexible:
             _wcs(out, t["topic"])
         else:
             codec._ws(out, t["topic"])
@@ -290,6 +299,8 @@ def _metadata(version: int, correlation_id: int, body: dict) -> list:
         out.append(0)
     if version <= 10:
         out += _I32.pack(body["cluster_authorized_operations"])
+    if version >= 13:
+        out += _I16.pack(body["error_code"])
     out.append(0)
     return _finish([], out)
 
@@ -311,8 +322,8 @@ def _with_fallback(api_key: int, version: int, fast):
     return encode
 
 
-FAST = {(1, 11): _fetch, (1, 12): _fetch}
-FAST.update({(3, v): _metadata for v in (9, 10, 11, 12)})
+FAST = {(1, v): _fetch for v in range(11, 18)}
+FAST.update({(3, v): _metadata for v in (9, 10, 11, 12, 13)})
 
 
 def install() -> None:

@@ -18,6 +18,8 @@ import pathlib
 import re
 from dataclasses import dataclass, field as dc_field
 
+from . import specs_kafka4
+
 SPEC_PACKAGE = "kafka.protocol.schemas.resources"
 
 # A version range: (low, high) inclusive; high is None for "N+".  EMPTY never matches.
@@ -145,8 +147,10 @@ def _resources():
 @functools.lru_cache(maxsize=None)
 def load(name: str) -> MessageSpec:
     """Load one spec by its file name without ``.json`` (e.g. "FetchRequest")."""
-    text = (_resources() / f"{name}.json").read_text(encoding="utf-8")
-    data = json.loads(strip_comments(text))
+    data = specs_kafka4.SPECS.get(name)  # specs the wheel does not ship (KIP-714)
+    if data is None:
+        text = (_resources() / f"{name}.json").read_text(encoding="utf-8")
+        data = json.loads(strip_comments(text))
     common = {s["name"]: s["fields"] for s in data.get("commonStructs", [])}
     return MessageSpec(
         name=data["name"],
@@ -202,7 +206,10 @@ API_NAMES = {
 
 def message(api_key: int, kind: str) -> MessageSpec | None:
     """The request or response spec of an API key, or None if kafka-python ships none."""
-    name = API_NAMES.get(api_key)
+    extra = specs_kafka4.SPEC_BY_KEY.get((api_key, kind))
+    if extra is not None:
+        return load(extra)
+    name = API_NAMES.get(api_key) or specs_kafka4.API_NAMES.get(api_key)
     if name is not None:
         stem = name + kind.capitalize()
         if (_resources() / f"{stem}.json").is_file():

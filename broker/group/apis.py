@@ -14,7 +14,7 @@ Served versions (PROTOCOL.md "Serve" column) and per-version notes:
   GROUP_ID_NOT_FOUND for an unknown group with a generation), OffsetFetch 1-9 (v2+ all topics with
   null topics; v7 require_stable; v8+ several groups).  Partitions of topics that do not exist get
   UNKNOWN_TOPIC_OR_PARTITION on commit, as Kafka's request handler does.
-* DescribeGroups 0-5, ListGroups 0-5 (v4 states filter, v5 types filter), DeleteGroups 0-2,
+* DescribeGroups 0-6 (v6: GROUP_ID_NOT_FOUND for a missing group), ListGroups 0-5 (v4 states filter, v5 types filter), DeleteGroups 0-2,
   OffsetDelete 0.
 * TxnOffsetCommit 0-4: registered only when a transaction coordinator is installed
   (``broker.txn_coordinator`` set by a handler module registered before this one), because the offsets
@@ -299,6 +299,10 @@ async def describe_groups(ctx, body: dict) -> dict:
                          "protocol_data": "", "members": []}
         else:
             described = shard.describe_group(group_id)
+            if ctx.api_version >= 6 and described["error_code"] == 0 and described["group_state"] == "Dead":
+                # KIP-1043: v6 names a missing group instead of describing it as Dead.
+                described.update(error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
+                                 error_message=f"Group {group_id} not found.")
         described["authorized_operations"] = operations
         out.append(described)
     return {"throttle_time_ms": 0, "groups": out}
@@ -366,7 +370,7 @@ def register(registry, broker) -> None:
         (SYNC_GROUP, 0, 5, sync_group),
         (OFFSET_COMMIT, 2, 9, offset_commit),
         (OFFSET_FETCH, 1, 9, offset_fetch),
-        (DESCRIBE_GROUPS, 0, 5, describe_groups),
+        (DESCRIBE_GROUPS, 0, 6, describe_groups),
         (LIST_GROUPS, 0, 5, list_groups),
         (DELETE_GROUPS, 0, 2, delete_groups),
         (OFFSET_DELETE, 0, 0, offset_delete),

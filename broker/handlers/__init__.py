@@ -2,8 +2,9 @@
 
 Each module exposes ``register(registry, broker)`` which registers its handlers with the
 version range of the "Serve" column of PROTOCOL.md, and optionally ``async start(broker)`` /
-``async stop(broker)``.  The server imports the modules listed here; one that does not exist yet
-is skipped with a log line, so parallel work never breaks the broker.
+``async stop(broker)``.  The server imports every module listed here; one that is missing or
+fails to import stops the broker from starting (``broker.server.HandlerModuleError``): a broker
+that cannot serve its APIs must not run.
 """
 
 HANDLER_MODULES: list[str] = [
@@ -17,5 +18,9 @@ HANDLER_MODULES: list[str] = [
     "minikafka.broker.handlers.admin_topics",
     "minikafka.broker.handlers.admin_configs",
     "minikafka.broker.handlers.admin_cluster",
+    "minikafka.broker.handlers.admin_replicas",
+    "minikafka.broker.handlers.admin_quorum",
+    "minikafka.broker.handlers.client_quotas",
+    "minikafka.broker.handlers.client_telemetry",
     "minikafka.broker.group.apis",
 ]

@@ -1,4 +1,4 @@
-"""DescribeCluster (60) v0-1.
+"""DescribeCluster (60) v0-2.
 
 One broker: ours, at the advertised endpoint, which is also the controller (Java's Admin sends
 CreateTopics and friends to the controller id it learns here and from Metadata).  v1 adds
@@ -6,7 +6,7 @@ CreateTopics and friends to the controller id it learns here and from Metadata).
 anything else UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker listener does (v0 uses
 INVALID_REQUEST for both).  ``cluster_authorized_operations`` is Kafka's "not requested" value
 INT32_MIN unless asked for; with no authorizer every cluster operation is allowed.
-v2 (``include_fenced_brokers``, ``is_fenced``) is not served.
+v2 adds ``include_fenced_brokers`` and ``is_fenced``: this node is never fenced.
 """
 
 from __future__ import annotations
@@ -61,4 +61,4 @@ async def describe_cluster(ctx, body: dict) -> dict:
 
 
 def register(registry, broker) -> None:
-    registry.register(DESCRIBE_CLUSTER, 0, 1, describe_cluster)
+    registry.register(DESCRIBE_CLUSTER, 0, 2, describe_cluster)

@@ -2,13 +2,15 @@
 
 The answer is computed from the registry: every (api_key, min, max) some handler registered,
 so nothing is advertised that is not served (PROTOCOL.md: "never advertise an API/version you
-don't implement").  v1+ adds throttle_time_ms; v3+ (flexible) adds the tagged feature fields,
-left empty on purpose: advertising no ``transaction.version`` keeps Java 4.x off
-"transactions V2".  An ApiVersions request at a version above 4 never reaches this handler:
+don't implement").  v1+ adds throttle_time_ms; v3+ (flexible) adds the tagged feature fields from
+``broker.features`` (supported and finalized levels; ``transaction.version`` stops at 1, which
+keeps Java 4.x off "transactions V2").  An ApiVersions request at a version above 4 never reaches this handler:
 the connection answers it with UNSUPPORTED_VERSION and a v0 body (see broker.connection).
 """
 
 from __future__ import annotations
+
+from .. import features
 
 API_KEY = 18
 
@@ -18,6 +20,8 @@ def register(registry, broker) -> None:
         response = dict(registry.api_versions_body())
         response.setdefault("error_code", 0)
         response.setdefault("throttle_time_ms", 0)
+        if ctx.api_version >= 3:
+            response.update(features.api_versions_fields(ctx.broker))
         return response
 
     registry.register(API_KEY, 0, 4, handle_api_versions)

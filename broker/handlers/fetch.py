@@ -1,9 +1,9 @@
-"""Fetch (key 1), versions 4-12.
+"""Fetch (key 1), versions 4-17.
 
 v4 adds isolation_level, last_stable_offset and aborted_transactions; v5 log_start_offset;
 v7 fetch sessions (KIP-227); v9 current_leader_epoch; v11 rack_id and preferred_read_replica;
-v12 is flexible and adds last_fetched_epoch / diverging_epoch.  v13+ (topic ids) is not served:
-librdkafka >= 2.6 and Java fall back to v12.
+v12 is flexible and adds last_fetched_epoch / diverging_epoch.  v13-17 (topic ids, node
+endpoints) are served by ``fetch_topic_ids``, which translates ids at the edges of this handler.
 
 Behaviour:
 - Long poll: if fewer than ``min_bytes`` are available the request parks on futures that
@@ -161,4 +161,6 @@ def _wake(fut: asyncio.Future) -> None:
 
 
 def register(registry, broker) -> None:
-    registry.register(API_KEY, 4, 12, handle_fetch)
+    from .fetch_topic_ids import by_topic_id
+
+    registry.register(API_KEY, 4, 17, by_topic_id(handle_fetch))

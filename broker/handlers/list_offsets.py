@@ -1,12 +1,14 @@
-"""ListOffsets (key 2), versions 1-7.
+"""ListOffsets (key 2), versions 1-10.
 
 Special timestamps: -1 latest (the high watermark; with v2+ ``isolation_level`` 1 the last stable
 offset), -2 earliest (the log start offset), -3 (v7, KIP-734) the offset of the record with the
 largest timestamp, together with that timestamp.  Any other timestamp finds the first offset
 whose record timestamp is >= it; when there is none, offset and timestamp are -1 (Kafka's
 "unknown offset").  v1+ returns a single offset (v0's ``old_style_offsets`` list is not served);
-v4+ adds leader_epoch (always 0 here); v6 is flexible.  v8+ (-4 earliest-local, -5 tiered) is
-not served.
+v4+ adds leader_epoch (always 0 here); v6 is flexible.  v8 adds -4 (KIP-405, the earliest
+offset of the local log: the log start offset, as there is no tiered storage), v9 -5 (KIP-1005,
+the latest tiered offset: offset -1 with epoch -1, Kafka's answer without remote storage), v10 a
+timeout for remote lookups (nothing here is remote).  v11's -6 is not served.
 
 current_leader_epoch (v4+) above ours gives UNKNOWN_LEADER_EPOCH, below (other than -1)
 FENCED_LEADER_EPOCH.  Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION.
@@ -31,6 +33,8 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
 
 log = logging.getLogger("minikafka.list_offsets")
 _reported: set[tuple[str, int]] = set()
@@ -54,8 +58,10 @@ def list_partition(broker, topic: str, p: dict, read_committed: bool) -> dict:
     if ts == LATEST:
         offset = plog.last_stable_offset if read_committed else plog.high_watermark
         return _entry(index, NONE, offset, -1, LEADER_EPOCH)
-    if ts == EARLIEST:
+    if ts == EARLIEST or ts == EARLIEST_LOCAL:
         return _entry(index, NONE, plog.log_start_offset, -1, LEADER_EPOCH)
+    if ts == LATEST_TIERED:
+        return _entry(index, NONE, -1, -1, -1)
     upper = plog.last_stable_offset if read_committed else plog.high_watermark
     try:
         found = plog.max_timestamp_offset() if ts == MAX_TIMESTAMP else plog.offset_for_timestamp(ts)
@@ -81,4 +87,4 @@ async def handle_list_offsets(ctx, body: dict) -> dict:
 
 
 def register(registry, broker) -> None:
-    registry.register(API_KEY, 1, 7, handle_list_offsets)
+    registry.register(API_KEY, 1, 10, handle_list_offsets)

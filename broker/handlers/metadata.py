@@ -1,4 +1,4 @@
-"""Metadata (key 3), versions 0-12.
+"""Metadata (key 3), versions 0-13.
 
 Single node: we are the only broker, the controller (Java sends CreateTopics and friends to
 ``controller_id``) and the leader of every partition with leader epoch 0, replicas = ISR = [us].
@@ -10,7 +10,8 @@ Per version (Kafka's MetadataRequest/Response JSON):
   (earlier versions always allow it).  v5+: ``offline_replicas``.  v7+: ``leader_epoch``.
 - v8-10: authorized-operations fields; we report Kafka's "not requested" value unless asked,
   then all operations (there are no ACLs here).  v10+: topic ids; v12: topics may be
-  requested by id (name null).
+  requested by id (name null).  v13: a top-level error code (KIP-1102 re-bootstrap), always NONE
+  here.
 
 Auto-creation happens only here, as in Kafka (never on Produce): a missing topic is created
 with ``num.partitions`` when the request allows it and ``auto.create.topics.enable`` is on.
@@ -116,6 +117,7 @@ def build_metadata(broker, version: int, body: dict, client_id=None) -> dict:
         "topics": topics,
         "cluster_authorized_operations": CLUSTER_OPERATIONS if body.get("include_cluster_authorized_operations")
         else AUTHORIZED_OPERATIONS_NOT_REQUESTED,
+        "error_code": NONE,
     }
 
 
@@ -123,4 +125,4 @@ def register(registry, broker) -> None:
     async def handle_metadata(ctx, body: dict) -> dict:
         return build_metadata(ctx.broker, ctx.api_version, body, ctx.client_id)
 
-    registry.register(API_KEY, 0, 12, handle_metadata)
+    registry.register(API_KEY, 0, 13, handle_metadata)

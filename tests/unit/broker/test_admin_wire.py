@@ -40,7 +40,7 @@ HANDLERS = {19: admin_topics.create_topics, 20: admin_topics.delete_topics, 21: 
             37: admin_topics.create_partitions, 32: admin_configs.describe_configs,
             33: admin_configs.alter_configs, 44: admin_configs.incremental_alter_configs,
             60: admin_cluster.describe_cluster}
-RANGES = {19: (2, 7), 20: (1, 6), 21: (0, 2), 37: (0, 3), 32: (1, 4), 33: (0, 2), 44: (0, 1), 60: (0, 1)}
+RANGES = {19: (2, 7), 20: (1, 6), 21: (0, 2), 37: (0, 3), 32: (1, 4), 33: (0, 2), 44: (0, 1), 60: (0, 2)}
 
 BODIES = {
     19: {"topics": [{"name": "new", "num_partitions": 2, "replication_factor": 1, "assignments": [],

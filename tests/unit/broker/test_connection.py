@@ -259,7 +259,7 @@ async def test_real_codec_api_versions_metadata_and_v0_fallback(tmp_path):
     assert len(frames) == 3
     cid, versions = decode_response(18, 4, frames[0])
     assert cid == 1 and {(k["api_key"], k["min_version"], k["max_version"]) for k in versions["api_keys"]} == {
-        (18, 0, 4), (3, 0, 12)}
+        (18, 0, 4), (3, 0, 13)}
     cid, md = decode_response(3, 12, frames[1])
     assert cid == 2 and md["topics"][0]["name"] == "t" and len(md["topics"][0]["partitions"]) == 3
     cid, fallback = decode_response(18, 0, frames[2])
@@ -328,3 +328,95 @@ async def test_mutated_requests_never_escape_the_connection(tmp_path):
     await settle()
     assert transport.out and not transport.closed
     broker.logs.close()
+
+
+async def test_pending_request_bytes_pause_reading_per_connection():
+    """A client pipelining large requests without the broker answering them (a slow handler,
+    or a client not reading) stops being read once its unanswered bytes reach the bound, not
+    only at queued.max.requests."""
+    gate = asyncio.Event()
+
+    async def park(ctx, body):
+        await gate.wait()
+        return {}
+
+    broker = FakeBroker({1: park}, **{"queued.max.request.bytes.per.connection": "10000"})
+    conn = KafkaConnection(broker, decode_request=decode, encode_response=encode)
+    transport = Transport()
+    conn.connection_made(transport)
+    big = "x" * 4000
+    conn.data_received(frame(k=1, v=0, c=1, pad=big) + frame(k=1, v=0, c=2, pad=big))
+    await settle()
+    assert not transport.paused and conn.in_flight == 2
+    conn.data_received(frame(k=1, v=0, c=3, pad=big))
+    await settle()
+    assert transport.paused and conn.queued_bytes >= 10000
+    gate.set()
+    await settle()
+    assert not transport.paused and conn.queued_bytes == 0 and conn.in_flight == 0
+
+
+async def test_pending_request_bytes_are_bounded_across_connections():
+    gate = asyncio.Event()
+
+    async def park(ctx, body):
+        await gate.wait()
+        return {}
+
+    from minikafka.broker.connection import RequestBytes
+
+    broker = FakeBroker({1: park}, **{"queued.max.request.bytes": "9000"})
+    broker.request_bytes = RequestBytes(9000)
+    conns = []
+    for _ in range(3):
+        conn = KafkaConnection(broker, decode_request=decode, encode_response=encode)
+        transport = Transport()
+        conn.connection_made(transport)
+        conns.append((conn, transport))
+    big = "x" * 4000
+    conns[0][0].data_received(frame(k=1, v=0, c=1, pad=big))
+    conns[1][0].data_received(frame(k=1, v=0, c=1, pad=big))
+    await settle()
+    assert broker.request_bytes.used >= 8000
+    assert not any(t.paused for _, t in conns)
+    conns[1][0].data_received(frame(k=1, v=0, c=2, pad=big))
+    await settle()
+    # The total is reached: connections holding requests stop being read; an idle one may still
+    # send its first request (so a connection is never starved by the others).
+    assert conns[0][1].paused and conns[1][1].paused and not conns[2][1].paused
+    gate.set()
+    await settle()
+    assert broker.request_bytes.used == 0
+    assert not any(t.paused for _, t in conns)
+
+
+async def test_closing_releases_the_pending_bytes():
+    gate = asyncio.Event()
+
+    async def park(ctx, body):
+        await gate.wait()
+        return {}
+
+    broker, conn, transport = make({1: park})
+    conn.data_received(frame(k=1, v=0, c=1, pad="y" * 1000))
+    await settle()
+    assert conn._budget.used > 1000
+    conn.connection_lost(None)
+    assert conn._budget.used == 0
+    gate.set()
+    await settle()
+
+
+async def test_open_and_close_are_debug_not_info(caplog):
+    import logging
+
+    async def ok(ctx, body):
+        return {}
+
+    caplog.set_level(logging.INFO, logger="minikafka.connection")
+    for _ in range(20):
+        _, conn, transport = make({1: ok})
+        conn.data_received(frame(k=1, v=0, c=1))
+        await settle()
+        conn.connection_lost(None)
+    assert [r for r in caplog.records if r.name == "minikafka.connection"] == []

@@ -48,3 +48,41 @@ async def test_append_waiters_wake_only_matching_keys():
     waiters.discard([("u", 0)], b)
     assert len(waiters) == 0
     waiters.notify(("u", 0))  # nobody waiting: no error
+
+
+async def test_a_handler_module_that_fails_to_import_stops_the_start(tmp_path, monkeypatch):
+    import sys
+
+    import pytest
+
+    from minikafka.broker.server import HandlerModuleError
+
+    broken = tmp_path / "mk_broken_handlers.py"
+    broken.write_text("import no_such_module_anywhere\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = BrokerConfig.load(environ={}, fields={"port": 0})
+    for names in (["minikafka.broker.handlers.api_versions", "mk_broken_handlers"],
+                  ["minikafka.broker.handlers.api_versions", "minikafka.broker.handlers.not_there"]):
+        controller = CountingController()
+        broker = Broker(config, controller=controller, handler_modules=names)
+        with pytest.raises(HandlerModuleError, match=names[-1]):
+            await broker.start()
+        assert broker.bound_port is None, "the listener must not open"
+        assert controller.closed
+    sys.modules.pop("mk_broken_handlers", None)
+
+
+def test_connection_summary_is_one_info_line_only_when_something_changed(caplog):
+    import logging
+
+    config = BrokerConfig.load(environ={}, fields={"port": 0})
+    broker = Broker(config, controller=CountingController(), handler_modules=[])
+    caplog.set_level(logging.INFO, logger="minikafka.broker")
+    last = broker._log_connection_summary((0, 0, 0), 60)
+    assert caplog.records == []
+    broker.connection_stats.opened += 5000
+    broker.connection_stats.closed += 4999
+    last = broker._log_connection_summary(last, 60)
+    assert len(caplog.records) == 1 and "5000 opened, 4999 closed" in caplog.records[0].getMessage()
+    broker._log_connection_summary(last, 60)
+    assert len(caplog.records) == 1

@@ -157,15 +157,20 @@ async def test_loading_shard_answers_load_in_progress(broker):
     assert r["error_code"] == E.COORDINATOR_LOAD_IN_PROGRESS
 
 
-@pytest.mark.parametrize("version", range(0, 6))
+@pytest.mark.parametrize("version", range(0, 7))
 async def test_describe_list_delete_every_version(broker, version):
     await broker.call(8, 8, {"group_id": "simple", "generation_id_or_member_epoch": -1, "member_id": "",
                              "group_instance_id": None, "topics": [{"name": "t", "partitions": [
                                  {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1,
                                   "committed_metadata": None}]}]})
     d = await broker.call(15, version, {"groups": ["simple", "none"], "include_authorized_operations": True})
+    # KIP-1043: from v6 a missing group is GROUP_ID_NOT_FOUND rather than a Dead group
+    missing = E.GROUP_ID_NOT_FOUND if version >= 6 else 0
     assert [(g["group_id"], g["group_state"], g["error_code"]) for g in d["groups"]] == [
-        ("simple", "Empty", 0), ("none", "Dead", 0)]
+        ("simple", "Empty", 0), ("none", "Dead", missing)]
+    if version >= 6:
+        assert d["groups"][1]["error_message"] == "Group none not found."
+    version = min(version, 5)  # ListGroups and DeleteGroups stop at v5 / v2
     if version >= 3:
         assert d["groups"][0]["authorized_operations"] == apis.GROUP_AUTHORIZED_OPERATIONS
     listed = await broker.call(16, version, {"states_filter": ["Empty"], "types_filter": []})

@@ -10,17 +10,18 @@ from minikafka.protocol.apis import SERVE, ApiRegistry, api_versions_error_respo
 
 def test_serve_column():
     expected = {
-        0: (0, 11), 1: (4, 12), 2: (1, 7), 3: (0, 12), 8: (2, 9), 9: (1, 9), 10: (0, 4), 11: (0, 9),
-        12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7),
+        0: (0, 11), 1: (4, 17), 2: (1, 10), 3: (0, 13), 8: (2, 9), 9: (1, 9), 10: (0, 4), 11: (0, 9),
+        12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7),
         20: (1, 6), 21: (0, 2), 22: (0, 5), 23: (2, 4), 24: (0, 3), 25: (0, 4), 26: (0, 4), 28: (0, 4),
-        32: (1, 4), 33: (0, 2), 35: (1, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2), 44: (0, 1), 47: (0, 0),
-        60: (0, 1), 61: (0, 0), 65: (0, 0), 66: (0, 1),
+        32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2), 43: (0, 2),
+        44: (0, 1), 45: (0, 1), 46: (0, 0), 47: (0, 0), 48: (0, 1), 49: (0, 1), 55: (0, 2), 57: (0, 2),
+        60: (0, 2), 61: (0, 0), 65: (0, 0), 66: (0, 1), 71: (0, 0), 72: (0, 0), 75: (0, 0),
     }
     assert SERVE == expected
 
 
 def test_internal_and_unadvertised_apis_are_not_served():
-    for key in (27, 68, 69, 71, 75):
+    for key in (27, 68, 69):
         assert key not in SERVE
 
 
@@ -49,7 +50,7 @@ def test_register_and_lookup():
     assert reg.version_range(3) == (0, 12)
 
 
-@pytest.mark.parametrize("key,lo,hi", [(3, 0, 13), (1, 3, 12), (27, 1, 1), (999, 0, 0), (3, 5, 4)])
+@pytest.mark.parametrize("key,lo,hi", [(3, 0, 14), (1, 3, 12), (27, 1, 1), (999, 0, 0), (3, 5, 4)])
 def test_register_outside_serve_is_refused(key, lo, hi):
     with pytest.raises(ValueError):
         ApiRegistry().register(key, lo, hi, lambda ctx, body: None)

@@ -33,6 +33,7 @@ def fetch_body(rng: random.Random, version: int, n_topics: int = 2, n_parts: int
         "responses": [
             {
                 "topic": f"topic-{t}-é",
+                "topic_id": uuid.UUID(int=rng.getrandbits(128)) if version >= 13 else None,
                 "partitions": [
                     {
                         "partition_index": p,
@@ -83,10 +84,15 @@ def metadata_body(rng: random.Random, version: int, n_topics: int = 5) -> dict:
             for t in range(n_topics)
         ],
         "cluster_authorized_operations": -(2**31),
+        "error_code": rng.choice([0, 0, 56]),
     }
 
 
-@pytest.mark.parametrize("version", [11, 12])
+FETCH_FAST = list(range(11, 18))
+METADATA_FAST = [9, 10, 11, 12, 13]
+
+
+@pytest.mark.parametrize("version", FETCH_FAST)
 def test_fetch_fast_path_matches_generic(version):
     rng = random.Random(version)
     for _ in range(50):
@@ -96,7 +102,7 @@ def test_fetch_fast_path_matches_generic(version):
         assert joined(codec.encode_response(1, version, 5, body)) == joined(fast_chunks)
 
 
-@pytest.mark.parametrize("version", [11, 12])
+@pytest.mark.parametrize("version", FETCH_FAST)
 def test_fetch_fast_path_never_copies_records(version):
     recs = [bytes(65536) for _ in range(10)]
     body = fetch_body(random.Random(1), version, n_topics=1, n_parts=10)
@@ -108,7 +114,7 @@ def test_fetch_fast_path_never_copies_records(version):
     assert sum(len(c) for c in chunks) - 4 == int.from_bytes(bytes(chunks[0][:4]), "big")
 
 
-@pytest.mark.parametrize("version", [9, 10, 11, 12])
+@pytest.mark.parametrize("version", METADATA_FAST)
 def test_metadata_fast_path_matches_generic(version):
     rng = random.Random(100 + version)
     for _ in range(50):
@@ -135,11 +141,11 @@ def test_metadata_partition_shapes(shape):
 
 
 def test_encode_response_dispatches_to_the_fast_paths():
-    for key in [(1, 11), (1, 12), (3, 9), (3, 10), (3, 11), (3, 12)]:
+    for key in [(1, v) for v in FETCH_FAST] + [(3, v) for v in METADATA_FAST]:
         assert codec._FAST_ENCODERS[key].fast in (fast._fetch, fast._metadata)
 
 
-@pytest.mark.parametrize("api_key,version", [(1, 11), (1, 12), (3, 9), (3, 10), (3, 11), (3, 12)])
+@pytest.mark.parametrize("api_key,version", [(1, v) for v in FETCH_FAST] + [(3, v) for v in METADATA_FAST])
 def test_incomplete_or_unusual_bodies_fall_back_to_generic(api_key, version):
     # sparse bodies (missing keys, None records, tagged fields, long arrays) take the generic path
     with_leader = None
@@ -153,6 +159,10 @@ def test_incomplete_or_unusual_bodies_fall_back_to_generic(api_key, version):
             b["responses"][0]["partitions"][0]["current_leader"] = {"leader_id": 2, "leader_epoch": 7}
             bodies.append(b)
             with_leader = b
+        if version >= 16:
+            b = fetch_body(random.Random(5), version)
+            b["node_endpoints"] = [{"node_id": 1, "host": "h", "port": 9092, "rack": None}]
+            bodies.append(b)
     else:
         b = metadata_body(random.Random(5), version)
         b["topics"][0]["partitions"] = [{"error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": 0,
@@ -180,4 +190,4 @@ def test_fast_paths_install_whatever_is_imported_first(first):
 
     code = f"import {first}\nfrom minikafka.protocol import codec\nprint(sorted(codec._FAST_ENCODERS))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.strip() == "[(1, 11), (1, 12), (3, 9), (3, 10), (3, 11), (3, 12)]"
+    assert out.stdout.strip() == str(sorted([(1, v) for v in FETCH_FAST] + [(3, v) for v in METADATA_FAST]))

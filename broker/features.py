@@ -1,0 +1,89 @@
+"""Feature flags (KIP-584) as a single-node KRaft Kafka 4.0 reports them, and what we support.
+
+ApiVersions v3+ carries ``supported_features`` (what this broker can run) and
+``finalized_features`` (what the cluster runs, with an epoch); Java's ``Admin.describeFeatures``
+reads them, and Java 4.x producers read ``transaction.version`` from them: at 2 they would use
+"transactions V2" (Produce 12, EndTxn 5), which this broker does not serve, so the supported
+range stops at 1.  ``group.version`` 1 means the KIP-848 consumer protocol; it is supported
+only when ConsumerGroupHeartbeat (68) is registered.  ``metadata.version`` is 4.0-IV3 (25), the
+level of the APIs served; it cannot be downgraded (Kafka refuses unsafe metadata downgrades).
+``kraft.version`` stays 0: the quorum is this node, a static voter.
+
+Levels changed by UpdateFeatures are records in the metadata log (``feature_level``) and so
+survive restarts; a feature never changed runs at its default level.
+"""
+
+from __future__ import annotations
+
+METADATA_VERSION = "metadata.version"
+KRAFT_VERSION = "kraft.version"
+GROUP_VERSION = "group.version"
+TRANSACTION_VERSION = "transaction.version"
+
+UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
+INVALID_UPDATE_VERSION = 95
+INVALID_REQUEST = 42
+
+# feature -> (min supported, max supported, default finalized level)
+_FEATURES = {
+    METADATA_VERSION: (7, 25, 25),
+    KRAFT_VERSION: (0, 0, 0),
+    TRANSACTION_VERSION: (0, 1, 1),
+}
+
+
+def supported(broker) -> dict[str, tuple[int, int, int]]:
+    features = dict(_FEATURES)
+    registry = getattr(broker, "registry", None)
+    consumer_groups = registry is not None and 68 in registry
+    features[GROUP_VERSION] = (0, 1, 1) if consumer_groups else (0, 0, 0)
+    return features
+
+
+def finalized(broker) -> dict[str, int]:
+    """Levels in force: the defaults, overridden by UpdateFeatures records; 0 means off."""
+    stored = getattr(broker.controller, "finalized_features", {}) or {}
+    out = {}
+    for name, (_, _, default) in supported(broker).items():
+        level = stored.get(name, default)
+        if level > 0:
+            out[name] = level
+    return out
+
+
+def epoch(broker) -> int:
+    return int(getattr(broker.controller, "metadata_records", 0))
+
+
+def api_versions_fields(broker) -> dict:
+    """The tagged feature fields of ApiVersionsResponse v3+."""
+    return {
+        "supported_features": [{"name": n, "min_version": lo, "max_version": hi}
+                               for n, (lo, hi, _) in sorted(supported(broker).items())],
+        "finalized_features_epoch": epoch(broker),
+        "finalized_features": [{"name": n, "max_version_level": level, "min_version_level": level}
+                               for n, level in sorted(finalized(broker).items())],
+    }
+
+
+def check_update(broker, name: str, level: int, upgrade_type: int) -> str | None:
+    """Why this update is refused (INVALID_UPDATE_VERSION), or None when it is allowed."""
+    features = supported(broker)
+    if name not in features:
+        return f"Invalid update version {level} for feature {name}. The controller does not support the given feature."
+    lo, hi, default = features[name]
+    current = finalized(broker).get(name, 0)
+    if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
+        return f"Invalid upgrade type {upgrade_type} for feature {name}."
+    if level != 0 and not lo <= level <= hi:
+        return (f"Invalid update version {level} for feature {name}. The controller only supports "
+                f"versions {lo}-{hi}.")
+    if level < current and upgrade_type == UPGRADE:
+        return f"Invalid update version {level} for feature {name}. Can't downgrade to a lower version."
+    if level > current and upgrade_type != UPGRADE:
+        return f"Invalid update version {level} for feature {name}. Can't downgrade to a newer version."
+    if name == METADATA_VERSION and level != current:
+        return (f"Invalid metadata.version {level}. Refusing to perform the requested downgrade "
+                "because it might delete metadata information." if level < current else
+                f"Invalid metadata.version {level}. This broker does not run a newer metadata version.")
+    return None
