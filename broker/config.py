@@ -161,7 +161,8 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
     _s("maintenance.interval.ms", "long", 1000, "minikafka: period of the maintenance task (LogManager.tick)."),
     # issue 14: bounded request memory, connection log summary, quotas, client telemetry
     _s("queued.max.request.bytes", "long", 268435456,
-       "Bytes of received, unanswered requests across connections before reading pauses (Kafka: -1, unbounded)."),
+       "Bytes of received, unanswered requests across connections before reading pauses, half-received "
+       "frames counted at their declared size (Kafka: -1, unbounded)."),
     _s("queued.max.request.bytes.per.connection", "long", 67108864,
        "minikafka: the same bound per connection; -1 unbounded."),
     _s("connections.summary.interval.ms", "long", 60000,

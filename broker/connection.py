@@ -130,6 +130,9 @@ class KafkaConnection(asyncio.Protocol):
         self._muted_until = 0.0
         self.requests_seen = 0
         self.last_active = 0.0  # loop time of the last bytes in or out (connections.max.idle.ms)
+        self._partial_reserved = 0  # bytes of queued.max.request.bytes held for a half-received frame
+        self._partial_serial = 0
+        self._partial_blocked = False
 
     # -- asyncio.Protocol -------------------------------------------------------------------
 
@@ -178,11 +181,38 @@ class KafkaConnection(asyncio.Protocol):
         except ProtocolError as exc:
             self._violation(f"bad frame: {exc}")
             return
+        self._release_partial()  # a completed frame is counted as a queued request from here on
         for frame in frames:
             if self.closed:
                 return
             self._handle_frame(frame)
+        self._reserve_partial()
         self._update_reading()
+
+    # A frame that arrives in pieces counts against queued.max.request.bytes with its declared
+    # size from its first piece, as Kafka's memory pool allocates a request's buffer when its
+    # size is read.  When the pool cannot take it, this connection stops reading (holding at
+    # most one read's worth of the frame) until memory is released.  Without this, thousands
+    # of clients each sending most of a 100 MB frame would hold it all in half-received bytes.
+
+    def _release_partial(self) -> None:
+        if self._partial_reserved and self._decoder.frames_started != self._partial_serial \
+                or self._partial_reserved and not self._decoder.partial_size:
+            self._budget.release(self._partial_reserved)
+            self._partial_reserved = 0
+
+    def _reserve_partial(self) -> None:
+        size = self._decoder.partial_size
+        self._partial_blocked = False
+        if not size or self._partial_reserved:
+            return
+        budget = self._budget
+        if 0 <= budget.limit < budget.used + size and budget.used > 0:
+            self._partial_blocked = True  # _update_reading pauses us and joins the waiting list
+            return
+        budget.used += size
+        self._partial_reserved = size
+        self._partial_serial = self._decoder.frames_started
 
     def eof_received(self):
         return False  # close our side too; there is no half-closed Kafka conversation
@@ -302,7 +332,9 @@ class KafkaConnection(asyncio.Protocol):
         self._update_reading()
 
     def _drop_pending(self) -> None:
-        released = self.queued_bytes
+        released = self.queued_bytes + self._partial_reserved
+        self._partial_reserved = 0
+        self._partial_blocked = False
         self._pending.clear()
         self.queued_bytes = 0
         self._budget.waiting.discard(self)
@@ -322,8 +354,10 @@ class KafkaConnection(asyncio.Protocol):
     def _update_reading(self) -> None:
         if self.closed or self.transport is None:
             return
+        if self._partial_blocked:
+            self._reserve_partial()  # woken by a release: maybe there is room now
         queued = self.queued_bytes
-        over_total = queued > 0 and self._budget.full()
+        over_total = queued > 0 and self._budget.full() or self._partial_blocked
         should_pause = (self._writing_paused or self._muted or len(self._pending) >= self.max_in_flight
                         or over_total
                         or 0 <= self.max_queued_bytes <= queued and queued > 0)

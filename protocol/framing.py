@@ -22,6 +22,12 @@ class FrameDecoder:
         self._size_bytes = bytearray()  # a size prefix split across chunks
         self._frame: bytearray | None = None  # the frame being filled, once its size is known
         self._need = 0
+        self.frames_started = 0  # counts frames that arrived in pieces: a new one has a new number
+
+    @property
+    def partial_size(self) -> int:
+        """Declared size of the frame being received in pieces, 0 when there is none."""
+        return self._need if self._frame is not None else 0
 
     @property
     def buffered(self) -> int:
@@ -61,6 +67,7 @@ class FrameDecoder:
                     raise ProtocolError(f"frame size {size} outside [0, {self.max_size}]")
                 self._frame = bytearray()
                 self._need = size
+                self.frames_started += 1
             take = min(self._need - len(self._frame), end - pos)
             self._frame += view[pos : pos + take]
             pos += take

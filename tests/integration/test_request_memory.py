@@ -88,3 +88,37 @@ def test_pipelined_large_produces_stop_at_the_byte_bound(broker):
         offsets.append(part["base_offset"])
     assert offsets == list(range(wanted))
     c.close()
+
+
+def test_half_received_frames_of_many_clients_stay_within_the_bound(tmp_path):
+    """Twenty clients each send the first 6 MB of a 10 MB frame and stop.  The broker reserves a
+    frame's declared size from its first bytes (as Kafka's memory pool does): with a 24 MB bound
+    at most two frames are taken in, the other clients are not read and their bytes stay in
+    their sockets.  Without the bound the broker would hold 20 x 6 MB = 120 MB."""
+    handle = start_broker(tmp_path, socket_request_max_bytes=16 * 1024 * 1024,
+                          queued_max_request_bytes=24 * 1024 * 1024)
+    try:
+        rss_before = _rss_kb(handle.proc.pid)
+        sockets = []
+        frame_size = 10 * 1024 * 1024
+        chunk = b"\x00" * (1 << 20)
+        for _ in range(20):
+            s = socket.create_connection(("127.0.0.1", handle.port), timeout=5)
+            s.settimeout(0.3)
+            s.sendall(frame_size.to_bytes(4, "big"))
+            for _ in range(6):
+                try:
+                    s.sendall(chunk)
+                except socket.timeout:
+                    break  # the broker stopped reading us: the bytes stay here
+            sockets.append(s)
+        time.sleep(0.5)  # let the broker read whatever it will read (an absence needs a window)
+        grown_mb = (_rss_kb(handle.proc.pid) - rss_before) / 1024
+        assert grown_mb < 60, f"broker RSS grew by {grown_mb:.0f} MB for half-received frames"
+        # The broker still serves a new client at once.
+        with RawClient(handle.port) as c:
+            assert c.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})["error_code"] == 0
+        for s in sockets:
+            s.close()
+    finally:
+        handle.stop()
