@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka import KafkaConsumer
 
-from conftest import RawClient, start_broker
+from conftest import BrokerProcess, RawClient, start_broker
 from minikafka.protocol.records import (
     COMPRESSION_GZIP,
     COMPRESSION_LZ4,
@@ -187,8 +187,6 @@ def fill(disk, leave_bytes: int = 0):
 
 
 def test_a_full_disk_gives_error_codes_and_recovers_without_restart(small_disk, tmp_path):
-    from conftest import BrokerProcess
-
     (tmp_path / "full").mkdir()
     handle = BrokerProcess(tmp_path / "full", {"log.segment.bytes": "65536"}, data_dir=small_disk / "data")
     try:
