@@ -1,7 +1,7 @@
 # The broker in a container: data on a volume, Kafka's port published.
 FROM python:3.11-slim
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY protocol ./protocol
 COPY storage ./storage
 COPY broker ./broker

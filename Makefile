@@ -20,11 +20,11 @@ $(PY):
 	$(PIP) install --quiet --upgrade pip
 
 # protocol/_validate.c is compiled by pip (an optional extension): a change to it reinstalls too.
-$(RUN_STAMP): pyproject.toml protocol/_validate.c | $(PY)
+$(RUN_STAMP): pyproject.toml setup.py protocol/_validate.c | $(PY)
 	$(PIP) install --quiet -e .
 	touch $@
 
-$(TEST_STAMP): pyproject.toml protocol/_validate.c | $(PY)
+$(TEST_STAMP): pyproject.toml setup.py protocol/_validate.c | $(PY)
 	$(PIP) install --quiet -e '.[test,spark]'
 	touch $@ $(RUN_STAMP)
 
