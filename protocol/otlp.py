@@ -25,23 +25,18 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from .errors import ProtocolError
+from .primitives import read_uvarint
+
 _DOUBLE = struct.Struct("<d")
 _INT64 = struct.Struct("<q")
 
 
 def _varint(buf, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise ValueError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
+    try:
+        return read_uvarint(buf, pos, 10)  # protobuf varints are unsigned LEB128 of up to 64 bits
+    except ProtocolError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def fields(buf):
