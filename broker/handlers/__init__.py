@@ -17,5 +17,6 @@ HANDLER_MODULES: list[str] = [
     "minikafka.broker.handlers.admin_topics",
     "minikafka.broker.handlers.admin_configs",
     "minikafka.broker.handlers.admin_cluster",
+    "minikafka.broker.txn.apis",  # before group.apis: TxnOffsetCommit needs broker.txn_coordinator
     "minikafka.broker.group.apis",
 ]
