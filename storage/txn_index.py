@@ -21,6 +21,7 @@ partition on its first read_committed fetch or transactional append after a rest
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Iterable, NamedTuple
 
 from minikafka.protocol.records import (
@@ -84,12 +85,24 @@ class TxnIndex:
         return self.open.get(producer_id, -1)
 
     def aborted_between(self, start: int, end: int, log_start: int = 0) -> list[tuple[int, int]]:
-        """(producer id, first offset) of aborted transactions overlapping [start, end)."""
+        """(producer id, first offset) of aborted transactions overlapping [start, end).
+
+        Entries are in marker order, so a binary search skips those ending before ``start``; the
+        scan stops after the first entry whose recorded LSO is at or above ``end`` (as Kafka's
+        collectAbortedTxns does): every transaction aborted later was opened at or after it.
+        """
         out = []
-        for entries in self.aborted.values():
-            for a in entries:
-                if a.last_offset >= start and a.first_offset < end and a.last_offset >= log_start:
+        start = max(start, log_start)
+        for base in sorted(self.aborted):
+            entries = self.aborted[base]
+            if not entries or entries[-1].last_offset < start:
+                continue
+            for a in entries[bisect_left(entries, start, key=_last_offset):]:
+                if a.first_offset < end:
                     out.append((a.producer_id, a.first_offset))
+                if a.last_stable_offset >= end:
+                    out.sort(key=lambda t: t[1])
+                    return out
         out.sort(key=lambda t: t[1])
         return out
 
@@ -105,6 +118,10 @@ class TxnIndex:
 
     def aborted_ranges(self) -> list[AbortedTxn]:
         return sorted((a for entries in self.aborted.values() for a in entries), key=lambda a: a.first_offset)
+
+
+def _last_offset(a: AbortedTxn) -> int:
+    return a.last_offset
 
 
 def _marker_type(view) -> int | None:

@@ -112,3 +112,19 @@ def test_compaction_leaves_segments_of_an_open_transaction_alone(tmp_path, clock
     log.roll()
     log.append(build_batch([(b"a", b"3", [], T0)]))
     assert log.compact() == 0
+
+
+def test_interleaved_aborted_transactions_overlap_the_ranges_they_span(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    log.append(txn_batch(1))                    # 0-1
+    log.append(txn_batch(2))                    # 2-3
+    log.append(marker(1, commit=False))         # 4: LSO stays at 2 (txn of 2 is open)
+    log.append(plain(1))                        # 5
+    log.append(marker(2, commit=False))         # 6
+    log.append(txn_batch(3))                    # 7-8
+    log.append(marker(3, commit=False))         # 9
+    assert log.aborted_transactions(0, 10) == [(1, 0), (2, 2), (3, 7)]
+    assert log.aborted_transactions(0, 1) == [(1, 0)]
+    assert log.aborted_transactions(3, 5) == [(1, 0), (2, 2)]
+    assert log.aborted_transactions(5, 7) == [(2, 2)]
+    assert log.aborted_transactions(7, 10) == [(3, 7)]
