@@ -17,7 +17,7 @@ import uuid
 import pytest
 
 from clienttools import require_tool
-from conftest import start_broker
+from conftest import RawClient, start_broker
 
 OVERRIDES = dict(offsets_topic_num_partitions=3, transaction_state_log_num_partitions=3,
                  group_min_session_timeout_ms=1000)
@@ -79,7 +79,6 @@ def end_offset(bootstrap: str, topic: str, isolation: str) -> int:
 
 
 def describe(bootstrap: str, transactional_id: str) -> dict:
-    from conftest import RawClient
 
     with RawClient(int(bootstrap.rsplit(":", 1)[1])) as raw:
         return raw.request(65, 0, {"transactional_ids": [transactional_id]})["transaction_states"][0]
