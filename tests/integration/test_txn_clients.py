@@ -351,3 +351,68 @@ def test_kcat_read_committed(broker):
     assert kcat_read("read_uncommitted") == ["c1", "a1", "open"]
     p.commit_transaction(WAIT_S)
     assert kcat_read("read_committed") == ["c1", "open"]
+
+
+def test_kafka_python_timed_out_transaction_is_aborted_and_the_producer_fenced(broker):
+    from kafka import KafkaProducer
+    from kafka.errors import KafkaError
+
+    topic = new_topic(broker.bootstrap)
+    tid = "kp-slow-" + topic
+    p = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=tid, transaction_timeout_ms=1500)
+    try:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(topic, b"late").get(timeout=WAIT_S)
+        wait_until(lambda: describe(broker.bootstrap, tid)["transaction_state"] == "CompleteAbort", "the abort")
+        with pytest.raises(KafkaError) as info:
+            p.commit_transaction()
+        assert type(info.value).__name__ in ("ProducerFencedError", "InvalidProducerEpochError"), info.value
+    finally:
+        p.close(timeout=1)
+    assert read_all(broker.bootstrap, topic, "read_committed") == []
+
+
+def test_aiokafka_consumer_blocks_at_the_lso_and_a_timed_out_producer_is_fenced(broker):
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+    from aiokafka.errors import KafkaError
+
+    topic = new_topic(broker.bootstrap)
+    tid = "aio-slow-" + topic
+
+    async def run():
+        c = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, isolation_level="read_committed",
+                             auto_offset_reset="earliest", enable_auto_commit=False)
+        await c.start()
+        c.assign([TopicPartition(topic, 0)])
+        p = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="aio-lso-" + topic)
+        await p.start()
+        try:
+            await p.begin_transaction()
+            await p.send_and_wait(topic, b"pending")
+            assert await c.getmany(timeout_ms=1500) == {}  # held at the LSO
+            await p.commit_transaction()
+            got = []
+            deadline = time.monotonic() + WAIT_S
+            while not got and time.monotonic() < deadline:
+                got += [r.value for rs in (await c.getmany(timeout_ms=500)).values() for r in rs]
+            assert got == [b"pending"]
+        finally:
+            await p.stop()
+        slow = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=tid, transaction_timeout_ms=1500)
+        await slow.start()
+        try:
+            await slow.begin_transaction()
+            await slow.send_and_wait(topic, b"late")
+            deadline = time.monotonic() + WAIT_S
+            while describe(broker.bootstrap, tid)["transaction_state"] != "CompleteAbort":
+                assert time.monotonic() < deadline, "the coordinator did not abort the transaction"
+                await asyncio.sleep(0.05)
+            with pytest.raises(KafkaError):
+                await slow.commit_transaction()
+        finally:
+            await slow.stop()
+            await c.stop()
+
+    asyncio.run(run())
+    assert read_all(broker.bootstrap, topic, "read_committed") == [b"pending"]

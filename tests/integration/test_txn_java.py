@@ -1,7 +1,8 @@
 """Transactions with the Java client (kafka-clients 3.9): KafkaProducer begin/send/commit/abort, a
 consume-transform-produce loop with sendOffsetsToTransaction and a read_committed KafkaConsumer, a
-zombie fenced by a newer instance, a transaction aborted by its timeout, and Admin
-describeTransactions / listTransactions / describeProducers.
+zombie fenced by a newer instance, a transaction aborted by its timeout, a read_committed consumer
+held at the LSO while a transaction is open, and Admin describeTransactions / listTransactions /
+describeProducers.
 
 The Java program is written into the test's temporary directory and compiled against the
 kafka-clients jar that ``make test`` unpacks; it prints KEY VALUE lines the test asserts on.
@@ -85,6 +86,27 @@ public class TxnRun {
         System.out.println("COMMITTED_READ " + String.join(",", readAll(in, "read_committed", 10)));
         System.out.println("UNCOMMITTED_READ " + readAll(in, "read_uncommitted", 11).size());
 
+        // 1b. a read_committed consumer is held at the LSO while a transaction is open
+        try (KafkaProducer<String, String> p = producer("java-lso", 60000);
+             KafkaConsumer<String, String> c = consumer("java-lso-reader", "read_committed")) {
+            TopicPartition tp = new TopicPartition(plain, 0);
+            c.assign(List.of(tp));
+            c.seekToEnd(List.of(tp));
+            long start = c.position(tp);
+            p.beginTransaction();
+            p.send(new ProducerRecord<>(plain, "o", "pending")).get();
+            int during = 0;
+            long until = System.currentTimeMillis() + 1500;
+            while (System.currentTimeMillis() < until) during += c.poll(Duration.ofMillis(100)).count();
+            long lso = c.endOffsets(List.of(tp)).get(tp);
+            p.commitTransaction();
+            List<String> after = new ArrayList<>();
+            long deadline = System.currentTimeMillis() + 15000;
+            while (after.isEmpty() && System.currentTimeMillis() < deadline)
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) after.add(r.value());
+            System.out.println("LSO_HELD " + during + " " + (lso - start) + " " + after);
+        }
+
         // 2. consume-transform-produce with offsets in the transaction
         int moved = 0;
         try (KafkaProducer<String, String> p = producer("java-ctp", 60000);
@@ -127,7 +149,7 @@ public class TxnRun {
             System.out.println("ZOMBIE other " + e);
         }
         zombie.close(Duration.ZERO);
-        System.out.println("ZOMBIE_READ " + String.join(",", readAll(plain, "read_committed", 1)));
+        System.out.println("ZOMBIE_READ " + String.join(",", readAll(plain, "read_committed", 2)));
 
         // 4. a transaction that outlives its timeout is aborted and its producer fenced
         KafkaProducer<String, String> late = producer("java-slow", 1500);
@@ -195,11 +217,12 @@ def test_java_transactions(tmp_path):
         assert lines["CTP_MOVED"] == "10 COMMITTED_OFFSET 13"  # last record in9 at 12: 10 records, 1 aborted, 2 markers
         assert lines["CTP_OUT"] == expected.upper()
         assert lines["ZOMBIE"] in ("ProducerFencedException", "InvalidProducerEpochException"), lines["ZOMBIE"]
-        assert lines["ZOMBIE_READ"] == "fresh"
+        assert lines["LSO_HELD"] == "0 0 [pending]"
+        assert lines["ZOMBIE_READ"] == "pending,fresh"
         assert lines["SLOW_STATE"] == "CompleteAbort"
         assert lines["SLOW"] in ("ProducerFencedException", "InvalidProducerEpochException"), lines["SLOW"]
         assert lines["SLOW_READ"] == "0"
-        assert lines["LISTED"] == "[java-basic, java-ctp, java-slow, java-zombie]"
+        assert lines["LISTED"] == "[java-basic, java-ctp, java-lso, java-slow, java-zombie]"
         assert lines["DESCRIBED"] == "CompleteCommit 0"
         assert lines["PRODUCERS"] == "1 OPEN 0"
     finally:
