@@ -191,9 +191,10 @@ class TxnService:
 
     async def init_producer_id(self, ctx, body: dict) -> dict:
         coordinator = self.ensure()
-        error, pid, epoch = coordinator.init_producer_id(
-            body["transactional_id"], body["transaction_timeout_ms"], body.get("producer_id", -1),
-            body.get("producer_epoch", -1))
+        result = _storage_guard(coordinator.init_producer_id, body["transactional_id"],
+                                body["transaction_timeout_ms"], body.get("producer_id", -1),
+                                body.get("producer_epoch", -1))
+        error, pid, epoch = (result, -1, -1) if isinstance(result, ErrorCode) else result
         error = _fenced(error, ctx.api_version, 4)
         if error is ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version < 5:
             error = ErrorCode.INVALID_TXN_STATE
@@ -202,6 +203,18 @@ class TxnService:
 
 def _service(ctx) -> TxnService:
     return ctx.broker.txn_coordinator
+
+
+def _storage_guard(call, *args):
+    """Run a coordinator operation; a failed append to __transaction_state or to a data partition
+    (storage error) answers COORDINATOR_NOT_AVAILABLE, retriable, as Kafka maps append failures.
+    The state is untouched by a failed record append; a failed marker leaves the transaction
+    prepared, and the next load writes the markers again."""
+    try:
+        return call(*args)
+    except KafkaError as exc:
+        log.error("transaction operation failed in storage: %s", exc)
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
 async def add_partitions_to_txn(ctx, body: dict) -> dict:
@@ -218,9 +231,8 @@ async def add_partitions_to_txn(ctx, body: dict) -> dict:
         errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in unknown}
         errors.update({tp: ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted})
     else:
-        error = coordinator.add_partitions(body["v3_and_below_transactional_id"],
-                                           body["v3_and_below_producer_id"],
-                                           body["v3_and_below_producer_epoch"], wanted)
+        error = _storage_guard(coordinator.add_partitions, body["v3_and_below_transactional_id"],
+                               body["v3_and_below_producer_id"], body["v3_and_below_producer_epoch"], wanted)
         error = _fenced(error, ctx.api_version, 2)
         errors = {tp: error for tp in wanted}
     return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": [
@@ -235,15 +247,15 @@ async def add_offsets_to_txn(ctx, body: dict) -> dict:
     coordinator = _service(ctx).ensure()
     groups = ensure_coordinator(ctx.broker)
     partition = groups.partition_for(body["group_id"])
-    error = coordinator.add_partitions(body["transactional_id"], body["producer_id"], body["producer_epoch"],
-                                       [(OFFSETS_TOPIC, partition)])
+    error = _storage_guard(coordinator.add_partitions, body["transactional_id"], body["producer_id"],
+                           body["producer_epoch"], [(OFFSETS_TOPIC, partition)])
     return {"throttle_time_ms": 0, "error_code": _fenced(error, ctx.api_version, 2)}
 
 
 async def end_txn(ctx, body: dict) -> dict:
     coordinator = _service(ctx).ensure()
-    error = coordinator.end_txn(body["transactional_id"], body["producer_id"], body["producer_epoch"],
-                                bool(body["committed"]))
+    error = _storage_guard(coordinator.end_txn, body["transactional_id"], body["producer_id"],
+                           body["producer_epoch"], bool(body["committed"]))
     return {"throttle_time_ms": 0, "error_code": _fenced(error, ctx.api_version, 2)}
 
 

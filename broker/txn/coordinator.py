@@ -259,10 +259,14 @@ class TransactionCoordinator:
             return ErrorCode.NONE if commit else ErrorCode.INVALID_TXN_STATE
         if state is TxnState.COMPLETE_ABORT:
             return ErrorCode.NONE if not commit else ErrorCode.INVALID_TXN_STATE
-        if state is TxnState.PREPARE_COMMIT:
-            return ErrorCode.CONCURRENT_TRANSACTIONS if commit else ErrorCode.INVALID_TXN_STATE
-        if state is TxnState.PREPARE_ABORT:
-            return ErrorCode.CONCURRENT_TRANSACTIONS if not commit else ErrorCode.INVALID_TXN_STATE
+        if state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            if commit != (state is TxnState.PREPARE_COMMIT):
+                return ErrorCode.INVALID_TXN_STATE
+            # Still prepared: an earlier marker write failed.  Try the markers again (they are
+            # idempotent) and answer as Kafka does while markers are in flight; the client's next
+            # retry finds the transaction complete.
+            self._finish(shard, meta)
+            return ErrorCode.CONCURRENT_TRANSACTIONS
         if state is TxnState.PREPARE_EPOCH_FENCE:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         return ErrorCode.INVALID_TXN_STATE  # Empty, Dead

@@ -260,3 +260,25 @@ def test_describe_and_list_with_filters():
     assert h.coordinator.list([], [], 1000)["transaction_states"] == []
     h.timer.advance(1001)
     assert [t["transactional_id"] for t in h.coordinator.list([], [], 1000)["transaction_states"]] == ["a"]
+
+
+def test_a_failed_marker_write_is_retried_by_the_clients_end_txn_retry():
+    h = Harness()
+    _, pid, epoch = h.init()
+    h.coordinator.add_partitions("t", pid, epoch, [TP])
+    calls = []
+
+    def flaky(*args):
+        calls.append(args)
+        if len(calls) == 1:
+            raise OSError("disk full")
+        h.markers.append(args[:3] + (tuple(args[3]),))
+
+    h.coordinator.write_markers = flaky
+    with pytest.raises(OSError):
+        h.coordinator.end_txn("t", pid, epoch, True)
+    assert h.state().state is TxnState.PREPARE_COMMIT
+    assert h.coordinator.end_txn("t", pid, epoch, False) == ErrorCode.INVALID_TXN_STATE
+    assert h.coordinator.end_txn("t", pid, epoch, True) == ErrorCode.CONCURRENT_TRANSACTIONS
+    assert h.state().state is TxnState.COMPLETE_COMMIT
+    assert h.coordinator.end_txn("t", pid, epoch, True) == ErrorCode.NONE
