@@ -277,6 +277,9 @@ class TransactionCoordinator:
         prepared = meta.copy(state=target, last_update_ms=now,
                              producer_epoch=meta.producer_epoch if epoch is None else epoch)
         if epoch is not None:
+            # A fence is not a bump the fenced producer asked for: no retry may claim it.
+            prepared.last_producer_id, prepared.last_producer_epoch = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if epoch is not None:
             check_transition(meta.state, TxnState.PREPARE_EPOCH_FENCE)
             meta = meta.copy(state=TxnState.PREPARE_EPOCH_FENCE)
         self._write(shard, meta, prepared)

@@ -57,7 +57,7 @@ class TxnMetadata:
     partitions: frozenset = frozenset()  # {(topic, partition)}
     start_ms: int = -1
     last_update_ms: int = -1
-    # Kept in memory only (Kafka keeps them in tagged fields of value v1, written with TV2 only):
+    # Kept in memory only, as Kafka 3.9 does without TV2 (value v1's tagged fields hold them in 4.x):
     # what InitProducerId needs to recognise a retry after an epoch bump whose answer was lost.
     last_producer_id: int = NO_PRODUCER_ID
     last_producer_epoch: int = NO_PRODUCER_EPOCH
@@ -94,15 +94,13 @@ class TxnShard:
         if value is None:
             self.txns.pop(tid, None)
             return
-        old = self.txns.get(tid)
         partitions = frozenset((t, p) for t, ids in value.partitions.items() for p in ids)
         meta = TxnMetadata(tid, value.producer_id, value.producer_epoch, value.transaction_timeout_ms,
                            TxnState.from_code(value.transaction_status), partitions, value.start_timestamp_ms,
                            value.last_update_timestamp_ms)
         if live is not None:
             meta.last_producer_id, meta.last_producer_epoch = live.last_producer_id, live.last_producer_epoch
-        elif old is not None and old.producer_id == meta.producer_id and old.producer_epoch < meta.producer_epoch:
-            meta.last_producer_id, meta.last_producer_epoch = old.producer_id, old.producer_epoch
+        # Loaded from the log they stay unknown, as in Kafka 3.9 (value v0 does not hold them).
         self.txns[tid] = meta
 
     def load(self) -> None:

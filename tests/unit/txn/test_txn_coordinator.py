@@ -282,3 +282,14 @@ def test_a_failed_marker_write_is_retried_by_the_clients_end_txn_retry():
     assert h.coordinator.end_txn("t", pid, epoch, True) == ErrorCode.CONCURRENT_TRANSACTIONS
     assert h.state().state is TxnState.COMPLETE_COMMIT
     assert h.coordinator.end_txn("t", pid, epoch, True) == ErrorCode.NONE
+
+
+def test_a_producer_fenced_by_its_timeout_cannot_recover_with_kip_360():
+    h = Harness()
+    _, pid, _ = h.init(timeout=1000)
+    _, pid, epoch = h.init(timeout=1000, pid=pid, epoch=0)  # a KIP-360 bump: epoch 1, last epoch 0
+    h.coordinator.add_partitions("t", pid, epoch, [TP])
+    h.timer.advance(1000)
+    assert h.state().producer_epoch == epoch + 1
+    assert h.init(pid=pid, epoch=epoch) == (ErrorCode.PRODUCER_FENCED, -1, -1)
+    assert h.init(pid=pid, epoch=epoch - 1) == (ErrorCode.PRODUCER_FENCED, -1, -1)
