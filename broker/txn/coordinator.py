@@ -367,9 +367,11 @@ class TransactionCoordinator:
             for meta in shard.txns.values():
                 if (state_filters and meta.state not in states) or (pids and meta.producer_id not in pids):
                     continue
-                if duration_filter_ms >= 0 and (meta.state is not TxnState.ONGOING
-                                                or now - meta.start_ms <= duration_filter_ms):
-                    continue  # Kafka: only running transactions can be longer than a duration
+                if meta.state is TxnState.DEAD:
+                    continue
+                if duration_filter_ms >= 0 and now - meta.start_ms <= duration_filter_ms:
+                    # Kafka's test, as it is: an id with no transaction (start -1) always passes.
+                    continue
                 out.append({"transactional_id": meta.transactional_id, "producer_id": meta.producer_id,
                             "transaction_state": meta.state.label})
         if state_filters and not states:

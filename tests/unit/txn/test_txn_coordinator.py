@@ -257,9 +257,11 @@ def test_describe_and_list_with_filters():
     assert [t["transactional_id"] for t in listed["transaction_states"]] == ["a"]
     assert h.coordinator.list(["Bogus"])["unknown_state_filters"] == ["Bogus"]
     assert {t["transactional_id"] for t in h.coordinator.list([], [pid])["transaction_states"]} == {"a"}
-    assert h.coordinator.list([], [], 1000)["transaction_states"] == []
+    # duration filter: "a" started now; "b" has no transaction (start -1), which Kafka lets through
+    assert [t["transactional_id"] for t in h.coordinator.list(["Ongoing"], [], 1000)["transaction_states"]] == []
+    assert [t["transactional_id"] for t in h.coordinator.list([], [], 1000)["transaction_states"]] == ["b"]
     h.timer.advance(1001)
-    assert [t["transactional_id"] for t in h.coordinator.list([], [], 1000)["transaction_states"]] == ["a"]
+    assert [t["transactional_id"] for t in h.coordinator.list(["Ongoing"], [], 1000)["transaction_states"]] == ["a"]
 
 
 def test_a_failed_marker_write_is_retried_by_the_clients_end_txn_retry():
