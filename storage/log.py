@@ -283,9 +283,13 @@ class PartitionLog:
         interval = config.index_interval_bytes
         for note in notes:
             seg.note_batch(*note, interval)
-        for pos, h in batches:
-            if h.attributes & TRANSACTIONAL_BIT:
-                self._note_transactional(seg, memoryview(buf)[pos:pos + h.size])
+        if any(h.attributes & TRANSACTIONAL_BIT for _, h in batches):
+            if self._txn is None:
+                self._txn = TxnIndex.build(self._segment_batches())  # the scan includes these
+            else:
+                for pos, h in batches:
+                    if h.attributes & TRANSACTIONAL_BIT:
+                        self._note_transactional(seg, memoryview(buf)[pos:pos + h.size])
         self._unflushed += span
         if self._first_unflushed_ms is None:
             self._first_unflushed_ms = now

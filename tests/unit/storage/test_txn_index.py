@@ -128,3 +128,13 @@ def test_interleaved_aborted_transactions_overlap_the_ranges_they_span(tmp_path,
     assert log.aborted_transactions(3, 5) == [(1, 0), (2, 2)]
     assert log.aborted_transactions(5, 7) == [(2, 2)]
     assert log.aborted_transactions(7, 10) == [(3, 7)]
+
+
+def test_append_batches_with_several_transactional_batches_indexes_each_once(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    log.append_batches(bytes(txn_batch(2)) + bytes(txn_batch(1)) + bytes(marker(1, commit=False)))
+    assert log.aborted_transactions(0, 10) == [(1, 2)]
+    assert log.last_stable_offset == 0  # producer 2 is still open
+    log.append_batches(bytes(marker(2, commit=True)) + bytes(txn_batch(3)) + bytes(marker(3, commit=False)))
+    assert log.aborted_transactions(0, 20) == [(1, 2), (3, 6)]
+    assert log.last_stable_offset == log.high_watermark
