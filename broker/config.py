@@ -139,6 +139,9 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
     _s("transactional.id.expiration.ms", "int", 604800000, "How long an idle transactional id is kept."),
     _s("transaction.max.timeout.ms", "int", 900000, "Largest transaction timeout a producer may ask for."),
     _s("transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state.", True),
+    # Transactions (broker/txn): how often idle transactional ids are looked for.
+    _s("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,
+       "How often transactional ids idle longer than transactional.id.expiration.ms are removed."),
     _s("producer.id.expiration.ms", "int", 86400000, "How long an idle idempotent producer's state is kept."),
     _s("delete.topic.enable", "boolean", True, "Whether DeleteTopics is allowed."),
     _s("replica.fetch.max.bytes", "int", 1048576, "Reported only."),

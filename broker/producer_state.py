@@ -128,6 +128,16 @@ class PartitionProducerState:
                 first_offset, first_offset + last_offset_delta, max_timestamp))
         entry.last_timestamp = max(entry.last_timestamp, max_timestamp)
 
+    def end_transaction(self, producer_id: int, epoch: int) -> None:
+        """A commit/abort marker was written: its epoch becomes the producer's (a marker written after
+        a timeout carries a bumped epoch, which fences the producer's later batches)."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = self.producers[producer_id] = ProducerEntry(producer_id)
+        if epoch > entry.epoch:
+            entry.epoch = epoch
+            entry.batches.clear()
+
     def rebuild(self, headers: Iterable) -> None:
         """Replay batch headers (protocol.records.BatchHeader) from the log, oldest first."""
         for header in headers:

@@ -61,6 +61,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "spark-sql-kafka jar)")
     p.add_argument("--kafka-option", action="append", default=[], metavar="NAME=VALUE",
                    help="extra kafka.* client setting for source and sink (repeatable)")
+    p.add_argument("--exactly-once", action="store_true",
+                   help="write each micro-batch in Kafka transactions, so a replayed micro-batch "
+                        "is not written twice (read the output with read_committed)")
+    p.add_argument("--query-name", default="minikafka-pipeline",
+                   help="query name; with --exactly-once also the base of the transactional ids")
     return p.parse_args(argv)
 
 
@@ -147,14 +152,20 @@ def build_query(spark, args: argparse.Namespace):
     def write_totals(batch, batch_id):
         # Python streaming sinks accept only append/complete output modes; update mode (only
         # the windows a micro-batch changed) goes through foreachBatch and the batch writer.
-        # At-least-once either way: a replayed micro-batch rewrites the same totals.
+        # At-least-once: a replayed micro-batch rewrites the same totals.
         (batch.write.format(fmt).options(**kafka).option("topic", args.output)
          .mode("append").save())
 
-    writer = (out.writeStream.foreachBatch(write_totals)
+    def write_totals_once(batch, batch_id):
+        from minikafka.pipeline.eos import write_batch
+
+        client = {k.removeprefix("kafka."): v for k, v in kafka.items()}
+        write_batch(batch, client=client, topic=args.output, query=args.query_name, batch_id=batch_id)
+
+    writer = (out.writeStream.foreachBatch(write_totals_once if args.exactly_once else write_totals)
               .option("checkpointLocation", args.checkpoint)
               .outputMode("update")
-              .queryName("minikafka-pipeline"))
+              .queryName(args.query_name))
     if args.available_now:
         writer = writer.trigger(availableNow=True)
     else:

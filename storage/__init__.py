@@ -43,7 +43,10 @@ What the broker uses
 
     Offsets: ``log_start_offset``, ``log_end_offset``, ``high_watermark`` (== LEO: one node, the
     write is as durable as the policy promises before append returns), ``last_stable_offset``
-    (== HW unless ``first_unstable_offset`` is set by transaction code).  ``earliest()``,
+    (the first offset of the oldest open transaction, capped by HW; storage/txn_index.py),
+    ``aborted_transactions(start, end) -> [(producer id, first offset)]`` overlapping a read
+    range, ``txn`` (the partition's TxnIndex: open transactions and the aborted index per
+    segment, built from the log on first use).  ``earliest()``,
     ``latest()``, ``offset_for_timestamp(ts) -> (offset, timestamp) | None`` (first record with
     timestamp >= ts, via the time index), ``max_timestamp_offset() -> (offset, ts) | None``.
 
@@ -76,8 +79,12 @@ Known differences from Kafka (on purpose, or not done yet)
 * segment.ms counts from the segment's creation (Kafka: from its first batch's timestamp, which
   rolls on every append when a producer replays old timestamps).
 * Compaction: tombstones expire by the age of their segment, not by a delete horizon written into
-  the batch (KIP-534); no max.compaction.lag.ms; segments are not merged; aborted transactional
-  data is kept.  See storage/cleaner.py.
+  the batch (KIP-534); no max.compaction.lag.ms; segments are not merged; transaction markers
+  are kept (aborted data is dropped, and only segments below the LSO are cleaned).  See
+  storage/cleaner.py.
+* The aborted-transaction index and the open transactions are kept in memory and rebuilt from
+  the partition's batches on first use after open (Kafka persists .txnindex files and
+  producer-state snapshots to avoid that scan).  See storage/txn_index.py.
 * Deleted segments and topics go at once (no file.delete.delay.ms, no ``-delete`` rename): readers
   keep their mappings, so nothing they hold becomes invalid.
 * message.timestamp.before/after.max.ms are checked per record by the broker before an append

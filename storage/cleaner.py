@@ -19,11 +19,16 @@ One pass (``compact_log``):
 
 Deliberate simplifications against Kafka: tombstones expire by the age of the segment that holds
 them (largest timestamp older than ``delete.retention.ms``) instead of a delete horizon stamped into
-the batch on the first pass (KIP-534); segments are not merged; aborted transactional data is not
-removed yet; ``max.compaction.lag.ms`` is not implemented (``min.cleanable.dirty.ratio`` decides).
+the batch on the first pass (KIP-534); segments are not merged; ``max.compaction.lag.ms`` is not implemented (``min.cleanable.dirty.ratio`` decides).
 The map is built over the whole log rather than only the dirty section, and a pass runs on the
 caller's thread with a cost proportional to the log's size (the broker's tick compacts at most one
 log per call, and only when the dirty ratio or a tombstone deadline asks for it).
+
+Transactions, as Kafka's cleaner: only segments wholly below the last stable offset are cleaned (an
+open transaction's records are not yet known to be committed); records of aborted transactions
+(storage/txn_index.py) neither count as the latest value of their key nor survive; commit and abort
+markers are kept (Kafka drops them once no older data of their transaction is left and
+delete.retention.ms passed; keeping them costs one small batch per transaction).
 """
 
 from __future__ import annotations
@@ -60,12 +65,23 @@ def compact_log(log: "PartitionLog") -> int:
     now = log._now()
     closed = log.segments[:-1]
     cleanable: list[Segment] = []
+    stable = log.last_stable_offset
     for seg in closed:
+        if seg.next_offset > stable:
+            break  # an open transaction: its records may still be aborted
         if seg.size and config.min_compaction_lag_ms > 0 and now - seg.largest_timestamp < config.min_compaction_lag_ms:
             break
         cleanable.append(seg)
     if not cleanable:
         return 0
+
+    aborted: dict[int, list[tuple[int, int]]] = {}
+    for a in log.txn.aborted_ranges():
+        aborted.setdefault(a.producer_id, []).append((a.first_offset, a.last_offset))
+
+    def is_aborted(h) -> bool:
+        return h.is_transactional and any(first <= h.base_offset < last
+                                           for first, last in aborted.get(h.producer_id, ()))
 
     latest: dict[bytes, int] = {}
     last_batch_of_producer: dict[int, int] = {}
@@ -73,7 +89,7 @@ def compact_log(log: "PartitionLog") -> int:
         for _, h, view in seg.iter_views():
             if h.producer_id >= 0:
                 last_batch_of_producer[h.producer_id] = h.base_offset
-            if h.is_control:
+            if h.is_control or (aborted and is_aborted(h)):
                 continue
             for record in iter_records(view):
                 if record.key is not None:
@@ -94,7 +110,7 @@ def compact_log(log: "PartitionLog") -> int:
                 continue
             records = list(iter_records(batch))
             keep = []
-            for r in records:
+            for r in ([] if aborted and is_aborted(h) else records):
                 if r.key is None:
                     keep.append(r)
                 elif latest.get(r.key) != r.offset:

@@ -41,6 +41,7 @@ from minikafka.protocol.records import (
     CONTROL_BIT,
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_BIT,
+    TRANSACTIONAL_BIT,
     BatchHeader,
     compute_crc,
     iter_batches,
@@ -54,6 +55,7 @@ from . import fs
 from .checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from .config import LogConfig
 from .segment import CLEANED_SUFFIX, Segment
+from .txn_index import TxnIndex
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 _HEADER = struct.Struct(">qiibIhiqqqhii")  # the v2 batch header, as protocol/records.py lays it out
@@ -90,8 +92,8 @@ class PartitionLog:
         # When the oldest tombstone kept by the last compaction may go (not persisted: after a
         # restart tombstones go with the next compaction that new dirty data triggers).
         self._tombstone_deadline_ms: int | None = None
-        # Set by the transaction code to the first offset of the oldest open transaction.
-        self.first_unstable_offset: int | None = None
+        # Open transactions and aborted-transaction index (storage/txn_index.py), built on first use.
+        self._txn: TxnIndex | None = None
         self.recovered_bytes_cut = 0  # how much a crash recovery cut off (for logs and tests)
         self._unflushed = 0
         self._first_unflushed_ms: int | None = None
@@ -118,9 +120,36 @@ class PartitionLog:
     @property
     def last_stable_offset(self) -> int:
         hw = self.high_watermark
-        if self.first_unstable_offset is None:
+        first = self.txn.first_unstable_offset
+        if first is None:
             return hw
-        return min(hw, self.first_unstable_offset)
+        return min(hw, max(first, self.log_start_offset))
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        return self.txn.first_unstable_offset
+
+    @property
+    def txn(self) -> TxnIndex:
+        if self._txn is None:
+            self._txn = TxnIndex.build(self._segment_batches())
+        return self._txn
+
+    def aborted_transactions(self, start: int, end: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions overlapping [start, end)."""
+        return self.txn.aborted_between(start, end, self.log_start_offset)
+
+    def _segment_batches(self):
+        for seg in list(self.segments):
+            for _, header, view in seg.iter_views(0):
+                yield seg.base_offset, header, view
+
+    def _note_transactional(self, seg: Segment, view) -> None:
+        """A transactional batch was written to ``seg``; ``view`` holds its bytes as written."""
+        if self._txn is None:
+            self._txn = TxnIndex.build(self._segment_batches())  # the scan includes this batch
+            return
+        self._txn.note(seg.base_offset, read_header(view, 0), view)
 
     def earliest(self) -> int:
         return self.log_start_offset
@@ -190,6 +219,8 @@ class PartitionLog:
         self._storage_failing = False
         next_offset = offset + span
         seg.note_batch(position, offset, next_offset, ts, size, config.index_interval_bytes)
+        if attributes & TRANSACTIONAL_BIT:
+            self._note_transactional(seg, memoryview(buf))
         self._unflushed += span
         if self._first_unflushed_ms is None:
             self._first_unflushed_ms = now
@@ -287,6 +318,13 @@ class PartitionLog:
         interval = config.index_interval_bytes
         for note in notes:
             seg.note_batch(*note, interval)
+        if any(h.attributes & TRANSACTIONAL_BIT for _, h in batches):
+            if self._txn is None:
+                self._txn = TxnIndex.build(self._segment_batches())  # the scan includes these
+            else:
+                for pos, h in batches:
+                    if h.attributes & TRANSACTIONAL_BIT:
+                        self._note_transactional(seg, memoryview(buf)[pos:pos + h.size])
         self._unflushed += span
         if self._first_unflushed_ms is None:
             self._first_unflushed_ms = now
@@ -581,6 +619,8 @@ class PartitionLog:
             self.roll()  # never leave the log without an active segment
         for seg in doomed:
             seg.delete_files()
+        if self._txn is not None:
+            self._txn.drop_segments(seg.base_offset for seg in doomed)
         n = len(doomed)
         del self.segments[:n]
         del self._bases[:n]
@@ -602,6 +642,8 @@ class PartitionLog:
     def _replace_segment(self, old: Segment, new: Segment | None) -> None:
         """Swap in a rewritten segment (or drop it when nothing survived)."""
         i = self.segments.index(old)
+        if self._txn is not None:
+            self._txn.replace_segment(old.base_offset, None if new is None else new.base_offset)
         if new is None:
             del self.segments[i]
             del self._bases[i]

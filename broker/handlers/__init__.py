@@ -22,5 +22,6 @@ HANDLER_MODULES: list[str] = [
     "minikafka.broker.handlers.admin_quorum",
     "minikafka.broker.handlers.client_quotas",
     "minikafka.broker.handlers.client_telemetry",
+    "minikafka.broker.txn.apis",  # before group.apis: TxnOffsetCommit needs broker.txn_coordinator
     "minikafka.broker.group.apis",
 ]

@@ -26,9 +26,10 @@ timestamp fields (storage recomputes the CRC).  Every append wakes Fetch long po
 partition.  The handler appends before any ``await``, so several Produce requests in flight on
 one connection land in request order.
 
-Transactional batches (v3+ with a transactional id) are accepted like idempotent ones;
-verifying that the partition was added to the transaction belongs to the transaction
-coordinator (broker.txn, when present: ``broker.txn_coordinator.validate_produce``).
+Transactional batches (v3+ with a transactional id) are checked like idempotent ones, then by the
+transaction coordinator (``broker.txn_coordinator.validate_produce``, broker/txn/apis.py): the
+partition must be in the producer's open transaction (Kafka 3.9's partition verification), else
+TRANSACTION_ABORTABLE for Produce v11 and INVALID_TXN_STATE for older versions.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ INVALID_TOPIC_EXCEPTION = 17
 INVALID_REQUIRED_ACKS = 21
 UNSUPPORTED_VERSION = 35
 INVALID_RECORD = 87
+INVALID_TXN_STATE = 48
+TRANSACTION_ABORTABLE = 120
 INVALID_TIMESTAMP = 32
 KAFKA_STORAGE_ERROR = 56
 LONG_MAX = 9223372036854775807
@@ -151,6 +154,10 @@ def handle_produce_sync(broker, version: int, body: dict) -> dict | None:
         info = controller.topic(name)
         parts = [produce_partition(broker, name, info, p["index"], p.get("records"), transactional_id, version)
                  for p in topic.get("partition_data") or []]
+        if version < 11:
+            for part in parts:  # Kafka answers older producers INVALID_TXN_STATE instead
+                if part["error_code"] == TRANSACTION_ABORTABLE:
+                    part["error_code"] = INVALID_TXN_STATE
         responses.append({"name": name, "partition_responses": parts})
     return {"responses": responses, "throttle_time_ms": 0}
 

@@ -1,0 +1,322 @@
+"""Transaction APIs: the asyncio side of the transaction coordinator.
+
+Served versions (PROTOCOL.md "Serve" column):
+
+* InitProducerId 0-5 with a transactional id (handlers/init_producer_id.py hands it over here):
+  v3+ carries the current producer id/epoch (KIP-360 epoch bump without a new id); PRODUCER_FENCED
+  from v4, INVALID_PRODUCER_EPOCH before.
+* AddPartitionsToTxn 0-3 (v4+ is the broker-to-broker batched form, not served), AddOffsetsToTxn
+  0-4, EndTxn 0-4: PRODUCER_FENCED from v2, INVALID_PRODUCER_EPOCH before.
+* TxnOffsetCommit 0-4 is served by the group coordinator (broker/group/apis.py), which registers it
+  because this module installs ``broker.txn_coordinator`` first.
+* DescribeTransactions 0, ListTransactions 0-1 (v1 duration filter), DescribeProducers 0.
+* FindCoordinator key_type 1 answers this broker (broker/group/apis.py).
+* WriteTxnMarkers is internal (markers are written in-process), as in Kafka it is broker-only.
+
+Transaction version: 1.  KIP-890 part 2 ("transactions V2": Produce 12, EndTxn 5, implicit
+AddPartitions) is not implemented; ApiVersions advertises no ``transaction.version`` feature, so
+Java 4.x clients use the V1 protocol.
+
+``__transaction_state`` is created by the first request that needs a transactional id's state
+(Kafka creates it on the first FindCoordinator for a transaction) with
+``transaction.state.log.num.partitions`` partitions; an existing one is loaded in the background at
+start, answering COORDINATOR_LOAD_IN_PROGRESS for shards still loading.
+
+Crash testing: the environment variable ``MINIKAFKA_TXN_CRASH_AFTER`` (``prepare`` or ``marker``)
+makes the broker SIGKILL itself right after writing a Prepare record or the first marker of a
+transaction ending; tests/integration/test_txn_crash.py uses it to stop in the middle of EndTxn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import time
+
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.records import build_control_batch
+
+from ..group.timer import AsyncioTimer
+from .coordinator import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TxnConfig
+
+log = logging.getLogger("minikafka.txn")
+
+ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 24, 25, 26
+DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def _fenced(error: ErrorCode, version: int, fenced_from: int) -> ErrorCode:
+    if error is ErrorCode.PRODUCER_FENCED and version < fenced_from:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return error
+
+
+class TxnLogAdapter:
+    """A shard's view of its ``__transaction_state`` partition in storage."""
+
+    def __init__(self, broker, partition: int) -> None:
+        self._broker = broker
+        self._partition = partition
+
+    def append(self, batch: bytearray) -> int:
+        return self._broker.controller.log(TRANSACTION_STATE_TOPIC, self._partition).append(batch).base_offset
+
+    def iter_batches(self):
+        for _header, view in self._broker.controller.log(TRANSACTION_STATE_TOPIC, self._partition).iter_batches(0):
+            yield view
+
+
+class TxnService:
+    """``broker.txn_coordinator``: creates the coordinator on first use and answers the handlers."""
+
+    def __init__(self, broker) -> None:
+        self.broker = broker
+        self.coordinator: TransactionCoordinator | None = None
+        self.loader: asyncio.Task | None = None
+        crash_after = os.environ.get("MINIKAFKA_TXN_CRASH_AFTER")
+        self._crash_after = crash_after
+        self._timer: AsyncioTimer | None = None
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def _crash_hook(self, phase: str) -> None:
+        if self._crash_after == phase:
+            log.warning("MINIKAFKA_TXN_CRASH_AFTER=%s: killing the broker now", phase)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def _activate(self, info) -> TransactionCoordinator:
+        broker = self.broker
+        self._timer = AsyncioTimer(broker.loop, on_error=lambda exc: log.error("txn timer failed", exc_info=exc))
+        self.coordinator = TransactionCoordinator(
+            info.num_partitions, lambda p: TxnLogAdapter(broker, p), self._timer, broker,
+            broker.controller.producer_ids.next_id, self.write_markers,
+            TxnConfig.from_broker_config(broker.config), crash_hook=self._crash_hook)
+        self.coordinator.active = True
+        return self.coordinator
+
+    def ensure(self) -> TransactionCoordinator:
+        if self.coordinator is not None:
+            return self.coordinator
+        controller = self.broker.controller
+        info = controller.topic(TRANSACTION_STATE_TOPIC)
+        if info is None:
+            info = controller.create_topic(
+                TRANSACTION_STATE_TOPIC, num_partitions=self.broker.config.get("transaction.state.log.num.partitions"),
+                configs={"cleanup.policy": "compact", "segment.bytes": "104857600"}, internal=True)
+            log.info("created %s with %d partitions", TRANSACTION_STATE_TOPIC, info.num_partitions)
+        coordinator = self._activate(info)
+        coordinator.load()  # new: empty, loading is immediate
+        return coordinator
+
+    async def start(self) -> None:
+        info = self.broker.controller.topic(TRANSACTION_STATE_TOPIC)
+        if info is None:
+            return
+        coordinator = self._activate(info)
+        self.loader = self.broker.loop.create_task(self._load_in_background(coordinator))
+
+    async def _load_in_background(self, coordinator: TransactionCoordinator) -> None:
+        started = time.monotonic()
+        # Markers for __consumer_offsets go through the group shards once they are loaded.
+        for shard in coordinator.shards:
+            if not coordinator.active:
+                return
+            try:
+                coordinator.load_shard(shard)
+            except Exception:
+                log.error("loading __transaction_state-%d failed", shard.partition, exc_info=True)
+            await asyncio.sleep(0)
+        log.info("transaction coordinator loaded %d partitions (%d transactional ids) in %.0f ms",
+                 coordinator.num_partitions, sum(len(s.txns) for s in coordinator.shards),
+                 (time.monotonic() - started) * 1000)
+
+    async def stop(self) -> None:
+        if self.loader is not None:
+            self.loader.cancel()
+        if self.coordinator is not None:
+            self.coordinator.unload()
+        if self._timer is not None:
+            self._timer.cancel_all()
+
+    # -- markers (Kafka's WriteTxnMarkers, in-process) -----------------------------------------
+
+    def write_markers(self, producer_id: int, producer_epoch: int, commit: bool, partitions: list,
+                      coordinator_epoch: int) -> None:
+        broker = self.broker
+        controller = broker.controller
+        now = broker.now_ms()
+        for topic, partition in partitions:
+            if topic == OFFSETS_TOPIC:
+                groups = broker.group_coordinator
+                if groups is not None and groups.active and groups.shards[partition].loaded:
+                    groups.shards[partition].complete_transaction(producer_id, producer_epoch, commit,
+                                                                  coordinator_epoch)
+                    broker.notify_append(topic, partition)
+                    self._crash_hook("marker")
+                    continue
+                # Not loaded yet: the shard applies the marker when it replays its log.
+            info = controller.topic(topic)
+            if info is None or partition >= info.num_partitions:
+                log.info("no marker for %s-%d: the partition no longer exists", topic, partition)
+                continue
+            plog = controller.log(topic, partition)
+            try:
+                plog.append(build_control_batch(commit, producer_id, producer_epoch, coordinator_epoch, now))
+            except KafkaError as exc:
+                # The decision is durable; a restart writes the markers again.
+                log.error("marker for %s-%d failed: %s", topic, partition, exc)
+                raise
+            if topic != OFFSETS_TOPIC:
+                controller.producer_states.for_partition(topic, partition, plog).end_transaction(
+                    producer_id, producer_epoch)
+            broker.notify_append(topic, partition)
+            self._crash_hook("marker")
+
+    # -- produce hook ---------------------------------------------------------------------------
+
+    def validate_produce(self, transactional_id, topic: str, partition: int, header) -> int:
+        coordinator = self.coordinator
+        if coordinator is None:
+            return ErrorCode.INVALID_TXN_STATE
+        error = coordinator.validate_produce(transactional_id, header.producer_id, header.producer_epoch,
+                                             topic, partition)
+        # Kafka's verification answers TRANSACTION_ABORTABLE; produce.py turns it into
+        # INVALID_TXN_STATE for Produce versions below 11, as Kafka does.
+        return ErrorCode.TRANSACTION_ABORTABLE if error is ErrorCode.INVALID_TXN_STATE else error
+
+    # -- handlers -------------------------------------------------------------------------------
+
+    async def init_producer_id(self, ctx, body: dict) -> dict:
+        coordinator = self.ensure()
+        result = _storage_guard(coordinator.init_producer_id, body["transactional_id"],
+                                body["transaction_timeout_ms"], body.get("producer_id", -1),
+                                body.get("producer_epoch", -1))
+        error, pid, epoch = (result, -1, -1) if isinstance(result, ErrorCode) else result
+        error = _fenced(error, ctx.api_version, 4)
+        if error is ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version < 5:
+            error = ErrorCode.INVALID_TXN_STATE
+        return {"throttle_time_ms": 0, "error_code": error, "producer_id": pid, "producer_epoch": epoch}
+
+
+def _service(ctx) -> TxnService:
+    return ctx.broker.txn_coordinator
+
+
+def _storage_guard(call, *args):
+    """Run a coordinator operation; a failed append to __transaction_state or to a data partition
+    (storage error) answers COORDINATOR_NOT_AVAILABLE, retriable, as Kafka maps append failures.
+    The state is untouched by a failed record append; a failed marker leaves the transaction
+    prepared, and the next load writes the markers again."""
+    try:
+        return call(*args)
+    except KafkaError as exc:
+        log.error("transaction operation failed in storage: %s", exc)
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+async def add_partitions_to_txn(ctx, body: dict) -> dict:
+    coordinator = _service(ctx).ensure()
+    controller = ctx.broker.controller
+    topics = body.get("v3_and_below_topics") or []
+    wanted, unknown = [], []
+    for t in topics:
+        info = controller.topic(t["name"])
+        for p in t["partitions"]:
+            ok = info is not None and 0 <= p < info.num_partitions
+            (wanted if ok else unknown).append((t["name"], p))
+    if unknown:
+        errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in unknown}
+        errors.update({tp: ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted})
+    else:
+        error = _storage_guard(coordinator.add_partitions, body["v3_and_below_transactional_id"],
+                               body["v3_and_below_producer_id"], body["v3_and_below_producer_epoch"], wanted)
+        error = _fenced(error, ctx.api_version, 2)
+        errors = {tp: error for tp in wanted}
+    return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": [
+        {"name": t["name"], "results_by_partition": [
+            {"partition_index": p, "partition_error_code": errors[(t["name"], p)]} for p in t["partitions"]]}
+        for t in topics]}
+
+
+async def add_offsets_to_txn(ctx, body: dict) -> dict:
+    from ..group.apis import ensure_coordinator
+
+    coordinator = _service(ctx).ensure()
+    groups = ensure_coordinator(ctx.broker)
+    partition = groups.partition_for(body["group_id"])
+    error = _storage_guard(coordinator.add_partitions, body["transactional_id"], body["producer_id"],
+                           body["producer_epoch"], [(OFFSETS_TOPIC, partition)])
+    return {"throttle_time_ms": 0, "error_code": _fenced(error, ctx.api_version, 2)}
+
+
+async def end_txn(ctx, body: dict) -> dict:
+    coordinator = _service(ctx).ensure()
+    error = _storage_guard(coordinator.end_txn, body["transactional_id"], body["producer_id"],
+                           body["producer_epoch"], bool(body["committed"]))
+    return {"throttle_time_ms": 0, "error_code": _fenced(error, ctx.api_version, 2)}
+
+
+async def describe_transactions(ctx, body: dict) -> dict:
+    coordinator = _service(ctx).ensure()
+    return {"throttle_time_ms": 0,
+            "transaction_states": [coordinator.describe(t) for t in body.get("transactional_ids") or []]}
+
+
+async def list_transactions(ctx, body: dict) -> dict:
+    coordinator = _service(ctx).coordinator
+    if coordinator is None:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "unknown_state_filters": [],
+                "transaction_states": []}
+    out = coordinator.list(body.get("state_filters") or [], body.get("producer_id_filters") or [],
+                           body.get("duration_filter", -1) if ctx.api_version >= 1 else -1)
+    return {"throttle_time_ms": 0, **out}
+
+
+async def describe_producers(ctx, body: dict) -> dict:
+    controller = ctx.broker.controller
+    topics = []
+    for t in body.get("topics") or []:
+        info = controller.topic(t["name"])
+        parts = []
+        for index in t.get("partition_indexes") or []:
+            if info is None or not 0 <= index < info.num_partitions:
+                parts.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                              "error_message": None, "active_producers": []})
+                continue
+            plog = controller.log(t["name"], index)
+            state = controller.producer_states.for_partition(t["name"], index, plog)
+            txn = plog.txn
+            producers = []
+            for pid, entry in sorted(state.producers.items()):
+                producers.append({"producer_id": pid, "producer_epoch": entry.epoch,
+                                  "last_sequence": entry.last_seq, "last_timestamp": entry.last_timestamp,
+                                  "coordinator_epoch": txn.coordinator_epochs.get(pid, -1),
+                                  "current_txn_start_offset": txn.open_transaction_start(pid)})
+            parts.append({"partition_index": index, "error_code": ErrorCode.NONE, "error_message": None,
+                          "active_producers": producers})
+        topics.append({"name": t["name"], "partitions": parts})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def register(registry, broker) -> None:
+    broker.txn_coordinator = TxnService(broker)
+    for api_key, lo, hi, handler in (
+        (ADD_PARTITIONS_TO_TXN, 0, 3, add_partitions_to_txn),
+        (ADD_OFFSETS_TO_TXN, 0, 4, add_offsets_to_txn),
+        (END_TXN, 0, 4, end_txn),
+        (DESCRIBE_PRODUCERS, 0, 0, describe_producers),
+        (DESCRIBE_TRANSACTIONS, 0, 0, describe_transactions),
+        (LIST_TRANSACTIONS, 0, 1, list_transactions),
+    ):
+        registry.register(api_key, lo, hi, handler)
+
+
+async def start(broker) -> None:
+    await broker.txn_coordinator.start()
+
+
+async def stop(broker) -> None:
+    await broker.txn_coordinator.stop()
