@@ -1,11 +1,12 @@
 /* The record walk of protocol/validation.py in C: the produce path runs it for every record.
  *
- * scan(body, count, compact, check_time, base_ts, lowest, highest)
- *   -> (error, error_index, keyless, bad_timestamps)
+ * scan(body, count, compact, check_time, base_ts, lowest, highest, max_errors)
+ *   -> (error, error_index, keyless, bad_timestamps, max_timestamp_delta)
  * error is None or a message for the first structural error (and error_index the record it is
  * in); keyless lists the indexes of records without key (only when compact), bad_timestamps the
  * indexes of records whose CreateTime is outside [lowest, highest] (only when check_time).
- * Both lists stop at `max_errors` entries.  The Python version in validation.py is the
+ * Both lists stop at `max_errors` entries.  max_timestamp_delta is the largest record
+ * timestamp delta (Kafka writes base timestamp + it into the batch header).  The Python version in validation.py is the
  * reference; tests run the two on the same inputs.
  */
 #define PY_SSIZE_T_CLEAN
@@ -36,7 +37,7 @@ static int read_varint(Cursor *c, int max_bytes, int64_t *out) {
 }
 
 static PyObject *fail(const char *message, Py_ssize_t index, PyObject *keyless, PyObject *bad_ts) {
-    return Py_BuildValue("(snNN)", message, index, keyless, bad_ts);
+    return Py_BuildValue("(snNNL)", message, index, keyless, bad_ts, 0LL);
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {
@@ -54,6 +55,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Cursor c = {(const unsigned char *)view.buf, 0, view.len};
     Py_ssize_t errors = 0;
     Py_ssize_t index = 0;
+    int64_t max_delta = INT64_MIN;
     for (index = 0; index < count; index++) {
         int64_t length, ts_delta, offset_delta, n, headers;
         if (read_varint(&c, 5, &length) < 0) { result = fail("bad record length", index, keyless, bad_ts); goto done; }
@@ -64,6 +66,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (read_varint(&c, 10, &ts_delta) < 0 || read_varint(&c, 5, &offset_delta) < 0) {
             result = fail("bad record header", index, keyless, bad_ts); goto done;
         }
+        if (ts_delta > max_delta) max_delta = ts_delta;
         if (offset_delta != index) { result = fail("record offset delta is not the record's index", index, keyless, bad_ts); goto done; }
         if (read_varint(&c, 5, &n) < 0 || n < -1 || n > c.end - c.pos) { result = fail("invalid key length", index, keyless, bad_ts); goto done; }
         if (n >= 0) c.pos += (Py_ssize_t)n;
@@ -103,7 +106,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         }
     }
     if (c.pos != view.len) { result = fail("bytes after the last record", count, keyless, bad_ts); goto done; }
-    result = Py_BuildValue("(OnNN)", Py_None, (Py_ssize_t)-1, keyless, bad_ts);
+    result = Py_BuildValue("(OnNNL)", Py_None, (Py_ssize_t)-1, keyless, bad_ts, (long long)max_delta);
     goto done;
 error:
     Py_XDECREF(keyless);

@@ -58,6 +58,7 @@ CONTROL_COMMIT = 1
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _BASE_OFFSET = struct.Struct(">q")
+_INT64_S = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _CONTROL_KEY = struct.Struct(">hh")
@@ -183,6 +184,13 @@ def set_base_offset(buf, pos: int, offset: int) -> None:
 
 def set_partition_leader_epoch(buf, pos: int, epoch: int) -> None:
     _INT32.pack_into(buf, pos + 12, epoch)
+
+
+def set_max_timestamp(buf, pos: int, timestamp: int) -> None:
+    """Write the batch's max timestamp when it differs (the CRC covers it: recomputed then)."""
+    if _INT64_S.unpack_from(buf, pos + 35)[0] != timestamp:
+        _INT64_S.pack_into(buf, pos + 35, timestamp)
+        set_crc(buf, pos)
 
 
 def set_crc(buf, pos: int = 0) -> None:

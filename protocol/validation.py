@@ -137,10 +137,15 @@ def validate_batch(buf, rules: ValidationRules, *, api_version: int = 11, now_ms
     lowest = now_ms - rules.timestamp_before_max_ms if check_time else 0
     highest = now_ms + rules.timestamp_after_max_ms if check_time else 0
     scan = _scan_records_c if _validate is not None else _scan_records
-    errors = scan(body, count, rules.compact, check_time, header.base_timestamp, lowest, highest)
+    errors, max_delta = scan(body, count, rules.compact, check_time, header.base_timestamp, lowest, highest)
     if errors:
         code, first = errors[0]
         raise BatchRejected(code, first.message, [e for _, e in errors])
+    max_timestamp = header.base_timestamp + max_delta
+    if header.timestamp_type == 0 and max_timestamp != header.max_timestamp:
+        # Kafka sets a CreateTime batch's max timestamp from its records; the time index and
+        # ListOffsets trust the header, so a client's wrong value is corrected, not stored.
+        header = header._replace(max_timestamp=max_timestamp)
     return header
 
 
@@ -152,6 +157,7 @@ def _scan_records(body, count: int, compact: bool, check_time: bool, base_ts: in
     end = len(body)
     pos = 0
     index = 0
+    max_delta = None
     errors: list[tuple[ErrorCode, RecordError]] = []
     try:
         for index in range(count):
@@ -161,6 +167,8 @@ def _scan_records(body, count: int, compact: bool, check_time: bool, base_ts: in
                 raise _Structure(index, f"invalid record size {length}")
             pos += 1  # record attributes (unused in v2)
             ts_delta, pos = _varint(body, pos, 10)
+            if max_delta is None or ts_delta > max_delta:
+                max_delta = ts_delta
             offset_delta, pos = _varint(body, pos)
             if offset_delta != index:
                 raise _Structure(index, f"record offset delta {offset_delta} where {index} was expected")
@@ -210,7 +218,7 @@ def _scan_records(body, count: int, compact: bool, check_time: bool, base_ts: in
         raise BatchRejected(ErrorCode.INVALID_RECORD,
                             f"Found invalid record structure: {end - pos} bytes after the last of "
                             f"{count} records")
-    return errors
+    return errors, max_delta
 
 
 _KEYLESS = "Compacted topic cannot accept message without key"
@@ -220,8 +228,8 @@ _BAD_TIME = ("Timestamp of message is out of range: it must be within message.ti
 
 def _scan_records_c(body, count: int, compact: bool, check_time: bool, base_ts: int,
                     lowest: int, highest: int) -> list[tuple[ErrorCode, RecordError]]:
-    error, where, keyless, bad_time = _validate.scan(body, count, compact, check_time, base_ts, lowest,
-                                                     highest, MAX_RECORD_ERRORS)
+    error, where, keyless, bad_time, max_delta = _validate.scan(
+        body, count, compact, check_time, base_ts, lowest, highest, MAX_RECORD_ERRORS)
     if error is not None:
         if where >= count:
             raise BatchRejected(ErrorCode.INVALID_RECORD,
@@ -231,7 +239,7 @@ def _scan_records_c(body, count: int, compact: bool, check_time: bool, base_ts: 
     errors = [(ErrorCode.INVALID_RECORD, RecordError(i, _KEYLESS)) for i in keyless]
     errors += [(ErrorCode.INVALID_TIMESTAMP, RecordError(i, _BAD_TIME)) for i in bad_time]
     errors.sort(key=lambda e: e[1].batch_index)
-    return errors
+    return errors, max_delta
 
 
 class _Structure(Exception):

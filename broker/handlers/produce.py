@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 
 from minikafka.protocol.errors import CorruptRecordError, KafkaError
-from minikafka.protocol.records import set_partition_leader_epoch
+from minikafka.protocol.records import set_max_timestamp, set_partition_leader_epoch
 from minikafka.protocol.validation import BatchRejected, ValidationRules, validate_batch
 
 log = logging.getLogger("minikafka.produce")
@@ -123,6 +123,7 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
     if isinstance(records, memoryview) and records.readonly or isinstance(records, bytes):
         records = bytearray(records)  # the codec hands out writable views; stay correct if not
     set_partition_leader_epoch(records, 0, LEADER_EPOCH)
+    set_max_timestamp(records, 0, header.max_timestamp)  # the records' largest, as Kafka writes it
     try:
         result = plog.append(records, validated=True)
     except CorruptRecordError as exc:

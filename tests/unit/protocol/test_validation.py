@@ -225,3 +225,11 @@ def test_the_c_and_python_walks_agree(walker, position, value, keys, compact):
     finally:
         validation._validate = saved
     assert c == python
+
+
+def test_a_wrong_max_timestamp_is_corrected_as_kafka_does():
+    buf = build_batch([(b"k", b"v", [], T0), (b"k", b"v", [], T0 + 50), (b"k", b"v", [], T0 + 10)])
+    assert validate_batch(buf, RULES).max_timestamp == T0 + 50
+    lying = patch(buf, 35, ">q", T0 + 9_999)
+    assert validate_batch(lying, RULES).max_timestamp == T0 + 50
+    assert validate_batch(patch(buf, 35, ">q", T0), RULES).max_timestamp == T0 + 50
