@@ -260,11 +260,18 @@ def _gzip(data, limit: int) -> bytes:
 def _lz4(data, limit: int) -> bytes:
     import lz4.frame
 
+    # In pieces of 1 MiB: the library reserves max_length up front, so one call with the whole
+    # limit would allocate (and zero) up to 256 MiB for every batch.
     d = lz4.frame.LZ4FrameDecompressor()
-    out = d.decompress(bytes(data), max_length=limit + 1)
+    out = bytearray(d.decompress(bytes(data), max_length=1 << 20))
+    while not d.eof and len(out) <= limit:
+        piece = d.decompress(b"", max_length=1 << 20)
+        if not piece:
+            break  # the input ended inside the frame
+        out += piece
     if len(out) <= limit and not d.eof:
         raise CorruptRecordError("truncated lz4 frame")
-    return out
+    return bytes(out)
 
 
 def _zstd(data, limit: int) -> bytes:
