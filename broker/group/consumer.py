@@ -680,27 +680,38 @@ class ConsumerGroupsMixin:
 
     # == offsets =================================================================================
 
-    def validate_consumer_offset_commit(self, group: ConsumerGroup, member_id: str, epoch: int) -> Optional[ErrorCode]:
+    def validate_consumer_offset_commit(self, group: ConsumerGroup, member_id: str, epoch: int,
+                                        transactional: bool = False, api_version: int = 9) -> Optional[ErrorCode]:
         """Kafka's ConsumerGroup.validateOffsetCommit (member epochs instead of generations)."""
-        if epoch < 0 and not member_id and not group.members:
-            return None  # admin tools commit into an empty group
+        if epoch < 0 and not group.members:
+            return None  # admin tools and unmanaged consumers commit into an empty group
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if not transactional and api_version < 9:
+            return ErrorCode.UNSUPPORTED_VERSION  # KIP-848 members commit with OffsetCommit v9+
         if epoch != member.member_epoch:
             return ErrorCode.STALE_MEMBER_EPOCH
         return None
 
     def validate_consumer_offset_fetch(self, group: ConsumerGroup, member_id: Optional[str],
                                        epoch: int) -> Optional[ErrorCode]:
-        if epoch < 0 and not member_id:
-            return None
+        if member_id is None and epoch < 0:
+            return None  # admin clients and requests older than v9 name no member
         member = group.members.get(member_id or "")
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if epoch != member.member_epoch:
             return ErrorCode.STALE_MEMBER_EPOCH
         return None
+
+    def expire_consumer_member(self, group_id: str, member_id: str) -> bool:
+        """Remove a member now, as its session timeout would (test kits' "expire a member")."""
+        group = self.consumer_groups.get(group_id)
+        if group is None or member_id not in group.members:
+            return False
+        self._execute(self._fence_by_timer(group_id, member_id, "expired on request"))
+        return True
 
     # == admin ===================================================================================
 

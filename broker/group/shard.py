@@ -904,7 +904,7 @@ class CoordinatorShard(ConsumerGroupsMixin):
 
         consumer = self.consumer_groups.get(group_id)
         if consumer is not None:
-            code = self.validate_consumer_offset_commit(consumer, member_id, generation)
+            code = self.validate_consumer_offset_commit(consumer, member_id, generation, api_version=api_version)
             if code is not None:
                 return _empty(every_partition(topics, code))
             if member_id in consumer.members:
@@ -1053,20 +1053,15 @@ class CoordinatorShard(ConsumerGroupsMixin):
         instance_id = request.get("group_instance_id")
         topics = request.get("topics") or []
 
-        group = self.groups.get(group_id)
+        consumer = self.consumer_groups.get(group_id)
         try:
-            if group is None:
-                if generation >= 0:
-                    raise GroupError(ErrorCode.ILLEGAL_GENERATION)
-                group = self._create_group(group_id)
-            if group.is_in_state(GroupState.DEAD):
-                raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-            if not (generation < 0 and group.is_in_state(GroupState.EMPTY)) \
-                    and (generation >= 0 or member_id != "" or instance_id is not None):
-                # Older TxnOffsetCommit versions carry no member: those are accepted in any state.
-                group.validate_member(member_id, instance_id)
-                if generation != group.generation_id:
-                    raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+            if consumer is not None:
+                # A KIP-848 group: the generation field carries the member epoch.
+                code = self.validate_consumer_offset_commit(consumer, member_id, generation, transactional=True)
+                if code is not None:
+                    raise GroupError(code)
+            else:
+                self._validate_txn_commit(group_id, generation, member_id, instance_id)
         except GroupError as exc:
             return _empty(every_partition(topics, exc.code))
 
@@ -1099,6 +1094,22 @@ class CoordinatorShard(ConsumerGroupsMixin):
 
         return CoordinatorResult(records, response, on_appended=on_appended,
                                  producer_id=request["producer_id"], producer_epoch=request["producer_epoch"])
+
+    def _validate_txn_commit(self, group_id: str, generation: int, member_id: str,
+                             instance_id: Optional[str]) -> None:
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation >= 0:
+                raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+            group = self._create_group(group_id)
+        if group.is_in_state(GroupState.DEAD):
+            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if not (generation < 0 and group.is_in_state(GroupState.EMPTY)) \
+                and (generation >= 0 or member_id != "" or instance_id is not None):
+            # Older TxnOffsetCommit versions carry no member: those are accepted in any state.
+            group.validate_member(member_id, instance_id)
+            if generation != group.generation_id:
+                raise GroupError(ErrorCode.ILLEGAL_GENERATION)
 
     def has_pending_transaction(self, producer_id: int) -> bool:
         return producer_id in self.pending_txn_offsets

@@ -370,3 +370,29 @@ def test_migration_policy_can_forbid_the_upgrade(policy):
                              "topics": [{"name": "t1", "partitions": [{"partition_index": 0, "committed_offset": 7}]}]},
                             api_version=9)
     assert cg.hb("a", 0)["error_code"] == E.GROUP_ID_NOT_FOUND
+
+
+def test_transactional_and_old_version_commits_of_consumer_group_members():
+    cg = _stable_pair(CG())
+    topics = [{"name": "t1", "partitions": [{"partition_index": 1, "committed_offset": 9}]}]
+
+    def txn(member, epoch):
+        return cg.shard.txn_commit_offsets({"group_id": "g", "generation_id": epoch, "member_id": member,
+                                            "group_instance_id": None, "producer_id": 7, "producer_epoch": 0,
+                                            "transactional_id": "tx", "topics": topics},
+                                           api_version=3)["topics"][0]["partitions"][0]["error_code"]
+
+    assert txn("a", 1) == E.STALE_MEMBER_EPOCH
+    assert txn("zz", 2) == E.UNKNOWN_MEMBER_ID
+    assert txn("a", 2) == E.NONE
+    assert "g" not in cg.shard.groups  # no classic group sneaks in beside the consumer group
+    v8 = cg.shard.commit_offsets({"group_id": "g", "generation_id_or_member_epoch": 2, "member_id": "a",
+                                  "topics": topics}, api_version=8)
+    assert v8["topics"][0]["partitions"][0]["error_code"] == E.UNSUPPORTED_VERSION
+
+
+def test_expire_member_on_request():
+    cg = _stable_pair(CG())
+    assert cg.shard.expire_consumer_member("g", "a") is True
+    assert set(cg.group().members) == {"b"}
+    assert cg.shard.expire_consumer_member("g", "a") is False
