@@ -130,6 +130,14 @@ class ConsumerGroup:
                 return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
 
+    def offset_expiration_base(self):
+        """Retention counts from each offset's commit time (Kafka's ConsumerGroup)."""
+        return lambda om: om.commit_timestamp
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """Whether a current member subscribes to the topic (its offsets then never expire)."""
+        return topic in self.subscribed_topics(self.members, (topic,))
+
     def static_member(self, instance_id: str) -> Optional[ConsumerMember]:
         for m in self.members.values():
             if m.instance_id == instance_id:

@@ -1224,6 +1224,10 @@ class CoordinatorShard(ConsumerGroupsMixin):
                 # a KIP-394 join, which would otherwise get UNKNOWN_MEMBER_ID on its second JoinGroup.
                 if group.is_in_state(GroupState.EMPTY) and not group.pending_join_members:
                     records.append((GroupMetadataKey(group_id), None))
+        for group_id, consumer in list(self.consumer_groups.items()):
+            # As Kafka: an empty consumer group whose offsets have all expired is deleted.
+            if self._cleanup_expired_offsets(group_id, records) and not consumer.members:
+                records.extend(self.consumer_group_records_for_delete(group_id))
         return CoordinatorResult(records)
 
     def _cleanup_expired_offsets(self, group_id: str, records: list[Record]) -> bool:
@@ -1231,7 +1235,7 @@ class CoordinatorShard(ConsumerGroupsMixin):
         group_offsets = self.offsets.get(group_id)
         if not group_offsets:
             return not self._has_open_transaction(group_id)
-        group = self.groups[group_id]
+        group = self.groups.get(group_id) or self.consumer_groups[group_id]
         base = group.offset_expiration_base()
         if base is None:
             return False

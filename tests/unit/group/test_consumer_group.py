@@ -396,3 +396,22 @@ def test_expire_member_on_request():
     assert cg.shard.expire_consumer_member("g", "a") is True
     assert set(cg.group().members) == {"b"}
     assert cg.shard.expire_consumer_member("g", "a") is False
+
+
+def test_retention_expires_offsets_and_deletes_the_empty_group():
+    cg = CG()
+    cg.hb("a", 0)
+    cg.shard.commit_offsets({"group_id": "g", "generation_id_or_member_epoch": 1, "member_id": "a",
+                             "topics": [{"name": "t1", "partitions": [{"partition_index": 0, "committed_offset": 3}]},
+                                        {"name": "gone", "partitions": [{"partition_index": 0, "committed_offset": 1}]}]},
+                            api_version=9)
+    retention = cg.shard.config.offsets_retention_ms
+    cg.timer.clock.set(cg.timer.clock.now_ms() + retention + 1)
+    cg.shard.cleanup_group_metadata()
+    # While a member subscribes to t1 its offset stays; the unsubscribed topic's offset expires.
+    assert set(cg.shard.offsets["g"]) == {"t1"}
+    cg.hb("a", -1)
+    cg.shard.cleanup_group_metadata()
+    # Nobody subscribes any more: the offset expires and the empty group goes with it.
+    assert "g" not in cg.shard.offsets and "g" not in cg.shard.consumer_groups
+    assert "g" not in cg.restart().shard.consumer_groups
