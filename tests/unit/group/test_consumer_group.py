@@ -415,3 +415,10 @@ def test_retention_expires_offsets_and_deletes_the_empty_group():
     # Nobody subscribes any more: the offset expires and the empty group goes with it.
     assert "g" not in cg.shard.offsets and "g" not in cg.shard.consumer_groups
     assert "g" not in cg.restart().shard.consumer_groups
+
+
+def test_empty_regex_beside_names_is_no_regex():
+    # librdkafka's first heartbeat carries names and an empty regex (see test_consumer_group_specs.py).
+    cg = CG(topics={"t1": (T1, 2), "x": (T2, 1)})
+    r = cg.hb("a", 0, topics=["t1"], regex="")
+    assert parts(r) == {T1: {0, 1}} and cg.group().members["a"].subscribed_topic_regex is None
