@@ -364,12 +364,13 @@ def test_non_empty_classic_group_id_is_not_found_for_heartbeat():
 
 
 @pytest.mark.parametrize("policy", ["disabled", "downgrade"])
-def test_migration_policy_can_forbid_the_upgrade(policy):
+def test_an_empty_group_changes_type_whatever_the_migration_policy(policy):
+    # Kafka's policy governs only the online conversion of non-empty groups.
     cg = CG(migration_policy=policy)
     cg.shard.commit_offsets({"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "",
                              "topics": [{"name": "t1", "partitions": [{"partition_index": 0, "committed_offset": 7}]}]},
                             api_version=9)
-    assert cg.hb("a", 0)["error_code"] == E.GROUP_ID_NOT_FOUND
+    assert cg.hb("a", 0)["error_code"] == E.NONE and "g" not in cg.shard.groups
 
 
 def test_transactional_and_old_version_commits_of_consumer_group_members():
