@@ -74,5 +74,14 @@ class GroupCoordinator:
                 touched.append(shard.partition)
         return touched
 
+    def expire_consumer_member(self, group_id: str, member_id: str) -> bool:
+        """Remove a KIP-848 member now, as its session timeout would; False if there is no such member.
+
+        For test kits (fault injection: "expire a member"); the rest of the group reconciles as after a
+        real timeout.  Advancing an injected clock/timer fires the real session and revocation timeouts.
+        """
+        shard, error = self.check(group_id)
+        return shard is not None and shard.expire_consumer_member(group_id, member_id)
+
     def loaded_shards(self) -> Iterator[CoordinatorShard]:
         return (s for s in self.shards if s.loaded)

@@ -304,3 +304,28 @@ def test_broker_restart_keeps_consumer_group_state(tmp_path):
             a.stop()
     finally:
         handle.stop()
+
+
+def test_consumer_protocol_can_be_switched_off(tmp_path):
+    """``group.coordinator.rebalance.protocols=classic``: 68/69 are not advertised nor served."""
+    handle = start_broker(tmp_path / "off", group_coordinator_rebalance_protocols="classic")
+    try:
+        client = RawClient(handle.port)
+        try:
+            keys = {k["api_key"] for k in client.request(18, 3, {"client_software_name": "t",
+                                                                  "client_software_version": "1"})["api_keys"]}
+        finally:
+            client.sock.close()
+        assert 11 in keys and 68 not in keys and 69 not in keys
+    finally:
+        handle.stop()
+
+
+def test_consumer_protocol_is_advertised_by_default(broker):
+    client = RawClient(broker.port)
+    try:
+        keys = {k["api_key"]: (k["min_version"], k["max_version"]) for k in client.request(
+            18, 3, {"client_software_name": "t", "client_software_version": "1"})["api_keys"]}
+    finally:
+        client.sock.close()
+    assert keys[68] == (0, 1) and keys[69] == (0, 1)

@@ -423,3 +423,23 @@ def test_empty_regex_beside_names_is_no_regex():
     cg = CG(topics={"t1": (T1, 2), "x": (T2, 1)})
     r = cg.hb("a", 0, topics=["t1"], regex="")
     assert parts(r) == {T1: {0, 1}} and cg.group().members["a"].subscribed_topic_regex is None
+
+
+def test_coordinator_expires_a_consumer_member_for_test_kits():
+    from minikafka.broker.group.coordinator import GroupCoordinator
+
+    timer = MockTimer()
+    logs = {}
+    coord = GroupCoordinator(3, lambda p: logs.setdefault(p, MemoryOffsetsLog()), timer, timer.clock,
+                             topic_metadata=lambda: {"t1": (T1, 2)})
+    coord.load()
+    shard = coord.shard_for("g")
+    r = shard.consumer_group_heartbeat({"group_id": "g", "member_id": "a", "member_epoch": 0, "instance_id": None,
+                                        "rack_id": None, "rebalance_timeout_ms": 1000,
+                                        "subscribed_topic_names": ["t1"], "subscribed_topic_regex": None,
+                                        "server_assignor": None, "topic_partitions": []},
+                                       api_version=1, client_id="c", client_host="h")
+    assert r["error_code"] == E.NONE and r["assignment"]["topic_partitions"][0]["partitions"] == [0, 1]
+    assert coord.expire_consumer_member("g", "a") is True
+    assert coord.expire_consumer_member("g", "a") is False
+    assert shard.consumer_groups["g"].members == {}
