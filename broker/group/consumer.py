@@ -431,6 +431,9 @@ class ConsumerGroupsMixin:
         try:
             return self._consumer_heartbeat_checked(request, api_version, client_id, client_host)
         except _HeartbeatError as exc:
+            log.info("consumer group %s: heartbeat of member %r at epoch %s answered %s: %s",
+                     request.get("group_id"), request.get("member_id"), request.get("member_epoch"),
+                     exc.code.name, exc.message)
             return CoordinatorResult(response={
                 "error_code": exc.code, "error_message": exc.message, "member_id": None,
                 "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None})
@@ -677,6 +680,7 @@ class ConsumerGroupsMixin:
             raise _HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not in group {group.group_id}.")
         response = {"error_code": ErrorCode.NONE, "error_message": None, "member_id": member.member_id,
                     "member_epoch": epoch, "heartbeat_interval_ms": 0, "assignment": None}
+        log.info("consumer group %s: member %s leaves (epoch %d)", group.group_id, member.member_id, epoch)
         if epoch == STATIC_LEAVE_EPOCH:
             # The static member keeps its assignment until it comes back or its session times out.
             left = member.copy()
