@@ -484,7 +484,7 @@ class ConsumerGroupsMixin:
                 # implemented (SKIPPED.md), so the answer is Kafka's answer when it may not.
                 raise _HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if epoch != 0:
-            raise _HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Group {group_id} has no member with that id.")
+            raise _HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         return ConsumerGroup(group_id)
 
     def _consumer_heartbeat_checked(self, request: dict, api_version: int, client_id: str, client_host: str):
@@ -686,6 +686,7 @@ class ConsumerGroupsMixin:
             left = member.copy()
             left.previous_member_epoch = member.member_epoch
             left.member_epoch = STATIC_LEAVE_EPOCH
+            left.pending_revocation = {}  # as Kafka: revocations in flight end with the member's departure
             records.append((_key("ConsumerGroupCurrentMemberAssignment", group.group_id, member.member_id),
                             left.assignment_value()))
             self.timer.cancel(_revocation_key(group.group_id, member.member_id))

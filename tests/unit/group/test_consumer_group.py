@@ -443,3 +443,10 @@ def test_coordinator_expires_a_consumer_member_for_test_kits():
     assert coord.expire_consumer_member("g", "a") is True
     assert coord.expire_consumer_member("g", "a") is False
     assert shard.consumer_groups["g"].members == {}
+
+
+def test_heartbeat_or_leave_for_a_group_that_does_not_exist():
+    cg = CG()
+    assert cg.hb("a", 3, group="nope")["error_code"] == E.GROUP_ID_NOT_FOUND
+    assert cg.hb("a", -1, group="nope")["error_code"] == E.GROUP_ID_NOT_FOUND
+    assert "nope" not in cg.shard.consumer_groups
