@@ -1,7 +1,8 @@
 """The Java client (kafka-clients 3.9) with ``group.protocol=consumer`` (KIP-848) against minikafka:
-two members split a topic, a third joins and partitions move, commits, and the Admin client describes the
-group through ConsumerGroupDescribe (type Consumer, members with assignment and target assignment) and
-lists it with its type.
+two members split a topic, a third joins and partitions move, the Admin client describes the group through
+ConsumerGroupDescribe (type Consumer, members with assignment and target assignment) and lists it with its
+type, the third member leaves and its partitions move back, and the commits made with member epochs are
+there.
 
 The Java program is written into the test's temporary directory and compiled against the
 kafka-clients jar that ``make test`` unpacks.
@@ -31,6 +32,7 @@ public class CgRun {
         int expected = Integer.parseInt(args[3]);
         Set<String> seen = ConcurrentHashMap.newKeySet();
         AtomicBoolean stop = new AtomicBoolean();
+        AtomicBoolean stopThird = new AtomicBoolean();
         Map<Integer, Set<Integer>> assigned = new ConcurrentHashMap<>();
         List<Thread> threads = new ArrayList<>();
         AtomicInteger active = new AtomicInteger(2);
@@ -50,7 +52,7 @@ public class CgRun {
                 try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
                     c.subscribe(List.of(topic));
                     long deadline = System.currentTimeMillis() + 40000;
-                    while (!stop.get() && System.currentTimeMillis() < deadline) {
+                    while (!stop.get() && !(id == 2 && stopThird.get()) && System.currentTimeMillis() < deadline) {
                         ConsumerRecords<String, String> recs = c.poll(Duration.ofMillis(100));
                         for (ConsumerRecord<String, String> r : recs) seen.add(r.value());
                         if (!recs.isEmpty()) c.commitSync();
@@ -83,11 +85,35 @@ public class CgRun {
             System.out.println("LISTED " + admin.listConsumerGroups().all().get().stream()
                 .filter(l -> l.groupId().equals(group)).map(l -> l.type().toString()).findFirst().orElse("none"));
         }
+        // The third member leaves (close() sends epoch -1): its partitions go back to the two others.
+        stopThird.set(true);
+        threads.get(2).join(20000);
+        assigned.remove(2);
+        deadline = System.currentTimeMillis() + 30000;
+        while (System.currentTimeMillis() < deadline && !(assigned.size() == 2
+                && assigned.values().stream().allMatch(s -> s.size() == 3))) Thread.sleep(50);
+        System.out.println("AFTERLEAVE " + new TreeMap<>(assigned));
         stop.set(true);
         for (Thread t : threads) t.join(20000);
+        try (Admin admin = Admin.create(ap)) {
+            Map<TopicPartition, OffsetAndMetadata> offsets =
+                admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+            long sum = 0;
+            for (OffsetAndMetadata om : offsets.values()) sum += om.offset();
+            System.out.println("COMMITTED " + offsets.size() + " " + sum);
+        }
     }
 }
 """
+
+
+def _parse(text: str) -> dict[int, set[int]]:
+    """Java's TreeMap<Integer, Set<Integer>>.toString(): {0=[3, 4], 1=[0, 1]}."""
+    out = {}
+    for part in text.strip("{}").split("], "):
+        key, _, values = part.partition("=")
+        out[int(key)] = {int(v) for v in values.strip("[]").split(", ") if v}
+    return out
 
 
 def test_java_consumer_protocol_group(tmp_path):
@@ -109,13 +135,17 @@ def test_java_consumer_protocol_group(tmp_path):
         two = first["TWO"]
         assert two in ("{0=[0, 1, 2], 1=[3, 4, 5]}", "{0=[3, 4, 5], 1=[0, 1, 2]}"), two
         three = first["THREE"]
-        owned = [set(map(int, part.split("=")[1].strip("[]} ").split(", ")))
-                 for part in three.strip("{}").split("], ")]
-        assert sorted(len(s) for s in owned) == [2, 2, 2] and set().union(*owned) == set(range(6)), three
+        owned = _parse(three)
+        assert sorted(len(s) for s in owned.values()) == [2, 2, 2] and set().union(*owned.values()) == set(range(6))
         assert first["DISTINCT"] == "60"
         assert first["DESCRIBE"] == "Consumer Stable 3 uniform", first["DESCRIBE"]
         members = [v for k, v in lines if k == "MEMBER"]
         assert len(members) == 3 and all(m.endswith(" 2 2") for m in members), members
         assert first["LISTED"] == "Optional[Consumer]"
+        after = _parse(first["AFTERLEAVE"])
+        assert set(after) == {0, 1} and [len(s) for s in after.values()] == [3, 3]
+        assert after[0] | after[1] == set(range(6)), after
+        # commitSync() with member epochs (OffsetCommit v9) reached the group: 10 records per partition.
+        assert first["COMMITTED"] == "6 60"
     finally:
         broker.stop()
