@@ -3,11 +3,11 @@
 ``SERVE`` is the "Serve" column of shared/PROTOCOL.md: the versions the codec must decode and
 encode.  It includes APIs whose handlers are written later (admin, transactions, "(later)"
 rows) so that the codec and its tests cover them now.  APIs marked "don't advertise" or
-"internal" there (WriteTxnMarkers 27, ConsumerGroupHeartbeat 68, ConsumerGroupDescribe 69) are
-absent on purpose.  Issue 14 raised the table to what a single-node KRaft Kafka 4.0 advertises
+"internal" there (WriteTxnMarkers 27) are absent on purpose.  Issue 14 raised the table to what a single-node KRaft Kafka 4.0 advertises
 (Fetch 17 with topic ids, ListOffsets 10, Metadata 13, DescribeCluster 2, DescribeGroups 6 and
 the single-node admin APIs), plus the KIP-714 telemetry pair, whose specs come from
-``protocol.specs_kafka4`` because kafka-python does not ship them.
+``protocol.specs_kafka4`` because kafka-python does not ship them.  The KIP-848
+APIs 68/69 are served (issue 11) and advertised only while the consumer protocol is enabled.
 
 Produce is listed as 0-11: Kafka 4.x advertises v0-2 (librdkafka < 2.11.1 turns compression off
 without them, KAFKA-18659) but answers them with UNSUPPORTED_VERSION; the codec can decode
@@ -71,6 +71,8 @@ SERVE: dict[int, tuple[int, int]] = {
     61: (0, 0),  # DescribeProducers (later)
     65: (0, 0),  # DescribeTransactions (later)
     66: (0, 1),  # ListTransactions (later)
+    68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848; advertised unless group.coordinator.rebalance.protocols lacks consumer)
+    69: (0, 1),  # ConsumerGroupDescribe (KIP-848)
     71: (0, 0),  # GetTelemetrySubscriptions (advertised only with client telemetry on)
     72: (0, 0),  # PushTelemetry (advertised only with client telemetry on)
     75: (0, 0),  # DescribeTopicPartitions

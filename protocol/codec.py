@@ -908,6 +908,39 @@ def body_encoder(api_key: int, api_version: int, kind: str) -> Callable:
     return fn
 
 
+_data_decoders: dict[tuple[str, int], Callable] = {}
+_data_encoders: dict[tuple[str, int], Callable] = {}
+
+
+def _data_spec(name: str, version: int) -> specs.MessageSpec:
+    spec = specs.load(name)
+    if not in_range(spec.valid, version):
+        raise UnsupportedVersionError(f"{name} has no version {version}")
+    return spec
+
+
+def encode_data(name: str, version: int, values: dict) -> bytes:
+    """Encode a message that is not a request or response (a ``__consumer_offsets`` record's key or
+    value) with the same compiled encoders; the version is the caller's to write, not part of it."""
+    fn = _data_encoders.get((name, version))
+    if fn is None:
+        spec = _data_spec(name, version)
+        fn = _data_encoders[(name, version)] = _gen_encoder(
+            spec.fields, version, in_range(spec.flexible, version), f"encode_{name}_v{version}")
+    return bytes(fn(values, bytearray(), []))
+
+
+def decode_data(name: str, version: int, buf, pos: int = 0) -> tuple[dict, int]:
+    """Decode a data message from ``buf`` at ``pos``; returns the fields and the end position."""
+    fn = _data_decoders.get((name, version))
+    if fn is None:
+        spec = _data_spec(name, version)
+        fn = _data_decoders[(name, version)] = _gen_decoder(
+            spec.fields, version, in_range(spec.flexible, version), f"decode_{name}_v{version}")
+    mv = memoryview(buf)
+    return fn(buf, mv, pos, len(buf))
+
+
 def warm_up(serve: dict[int, tuple[int, int]] | None = None) -> int:
     """Compile every served request decoder and response encoder now (about half a second for
     all of SERVE) instead of on the first request of each kind; returns how many."""

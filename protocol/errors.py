@@ -145,6 +145,7 @@ _TABLE: tuple[tuple[int, str, bool], ...] = (
     (125, 'INVALID_VOTER_KEY', False),
     (126, 'DUPLICATE_VOTER', False),
     (127, 'VOTER_NOT_FOUND', False),
+    (128, 'INVALID_REGULAR_EXPRESSION', False),
 )
 
 # Older spellings some client libraries still use; they resolve to the same members, and

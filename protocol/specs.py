@@ -5,6 +5,11 @@ data (``kafka.protocol.schemas.resources``).  We read them with importlib.resour
 copying them, so the spec text stays Apache Kafka's and the version range of kafka-python pinned
 in pyproject.toml decides which Kafka release we speak.
 
+kafka-python does not ship every spec we serve (the KIP-848 consumer-group APIs and the records the
+group coordinator writes to ``__consumer_offsets``).  Those live in ``protocol/schemas/`` in the same
+format and are found by the same ``load``/``message``: kafka-python's folder is searched first, ours
+second, so a kafka-python release that adds a spec takes it over.
+
 The files are JSON with ``//`` line comments.  This module turns one into a tree of ``Field``
 objects with parsed version ranges; ``protocol.codec`` compiles those into functions.
 """
@@ -21,6 +26,8 @@ from dataclasses import dataclass, field as dc_field
 from . import specs_kafka4
 
 SPEC_PACKAGE = "kafka.protocol.schemas.resources"
+# Specs kafka-python lacks, written for this project in the same format (see schemas/README.md).
+LOCAL_SPECS = pathlib.Path(__file__).with_name("schemas")
 
 # A version range: (low, high) inclusive; high is None for "N+".  EMPTY never matches.
 Range = tuple[int, int | None]
@@ -144,13 +151,28 @@ def _resources():
     return resources.files(SPEC_PACKAGE)
 
 
+def _folders():
+    return (_resources(), LOCAL_SPECS)
+
+
+def _find(name: str):
+    """The file of a spec: kafka-python's first, then ours; None when neither has it."""
+    for folder in _folders():
+        entry = folder / f"{name}.json"
+        if entry.is_file():
+            return entry
+    return None
+
+
 @functools.lru_cache(maxsize=None)
 def load(name: str) -> MessageSpec:
     """Load one spec by its file name without ``.json`` (e.g. "FetchRequest")."""
     data = specs_kafka4.SPECS.get(name)  # specs the wheel does not ship (KIP-714)
     if data is None:
-        text = (_resources() / f"{name}.json").read_text(encoding="utf-8")
-        data = json.loads(strip_comments(text))
+        entry = _find(name)  # kafka-python's folder, then ours (protocol/schemas: KIP-848)
+        if entry is None:
+            raise FileNotFoundError(f"no message spec {name}")
+        data = json.loads(strip_comments(entry.read_text(encoding="utf-8")))
     common = {s["name"]: s["fields"] for s in data.get("commonStructs", [])}
     return MessageSpec(
         name=data["name"],
@@ -174,7 +196,7 @@ def _index() -> dict[tuple[int, str], str]:
     needs this index, and parsing all ~100 specs would add most of a second to start-up.
     """
     index = {}
-    for entry in _resources().iterdir():
+    for entry in [e for folder in reversed(_folders()) for e in folder.iterdir()]:
         fname = entry.name
         if not fname.endswith(".json"):
             continue
@@ -200,7 +222,7 @@ API_NAMES = {
     28: "TxnOffsetCommit", 32: "DescribeConfigs", 33: "AlterConfigs", 35: "DescribeLogDirs",
     36: "SaslAuthenticate", 37: "CreatePartitions", 42: "DeleteGroups", 44: "IncrementalAlterConfigs",
     47: "OffsetDelete", 60: "DescribeCluster", 61: "DescribeProducers", 65: "DescribeTransactions",
-    66: "ListTransactions",
+    66: "ListTransactions", 68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe",
 }
 
 
@@ -212,7 +234,7 @@ def message(api_key: int, kind: str) -> MessageSpec | None:
     name = API_NAMES.get(api_key) or specs_kafka4.API_NAMES.get(api_key)
     if name is not None:
         stem = name + kind.capitalize()
-        if (_resources() / f"{stem}.json").is_file():
+        if _find(stem) is not None:
             spec = load(stem)
             if spec.api_key == api_key and spec.kind == kind:
                 return spec

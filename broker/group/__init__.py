@@ -1,4 +1,4 @@
-"""Group coordinator: classic consumer groups and committed offsets over ``__consumer_offsets``.
+"""Group coordinator: classic groups, KIP-848 consumer groups and committed offsets over ``__consumer_offsets``.
 
 Layout (one concern per module):
 
@@ -8,9 +8,14 @@ Layout (one concern per module):
 * ``timer``       - the Timer interface, an asyncio implementation and MockTimer/FakeClock for tests.
 * ``records``     - the key/value formats of ``__consumer_offsets`` records, declared as small spec tables.
 * ``partitioner`` - which ``__consumer_offsets`` partition (hence shard) owns a group.
-* ``shard``       - a coordinator shard: the sans-IO state machine over one ``__consumer_offsets`` partition.
+* ``shard``       - a coordinator shard: the sans-IO state machine over one ``__consumer_offsets`` partition
+                    (classic groups, offsets, transactional offsets).
+* ``consumer``    - KIP-848 consumer groups in the same shard (mixed in): heartbeat, epochs, target
+                    assignment, reconciliation, describe; replayed through the shard's one ``replay``.
+* ``assignors``   - the server-side assignors of consumer groups (``uniform``, ``range``).
 * ``coordinator`` - routes group ids to shards and owns them.
-* ``apis``        - the asyncio request handlers (FindCoordinator, JoinGroup, ...), ``register/start/stop``.
+* ``apis``        - the asyncio request handlers (FindCoordinator, JoinGroup, ConsumerGroupHeartbeat, ...),
+                    ``register/start/stop``.
 
 Everything but ``apis`` is synchronous and free of I/O: time comes from an injected clock, timeouts from an
 injected timer, and parked JoinGroup/SyncGroup requests are completed through callbacks.

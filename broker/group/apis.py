@@ -21,7 +21,12 @@ Served versions (PROTOCOL.md "Serve" column) and per-version notes:
   stay pending until that coordinator ends the transaction through
   ``broker.group_coordinator.complete_transaction(producer_id, producer_epoch, commit)``.  While
   pending, OffsetFetch with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for those partitions.
-Not implemented: KIP-848 consumer groups (ConsumerGroupHeartbeat is not advertised).
+* ConsumerGroupHeartbeat 0-1 and ConsumerGroupDescribe 0-1 (KIP-848, ``consumer.py``): advertised when
+  ``group.coordinator.rebalance.protocols`` includes ``consumer`` (the default).  Heartbeat v1 adds the
+  topic regex and wants a client-generated member id (v0: the coordinator generates it); Describe v1
+  adds the member type.  OffsetCommit/OffsetFetch check member epochs for consumer groups
+  (STALE_MEMBER_EPOCH); ListGroups and DeleteGroups know both group types; DescribeGroups answers
+  Dead for a consumer group, as Kafka does, and the Java Admin describes those with 69.
 
 A parked JoinGroup/SyncGroup is an asyncio future completed by the shard's ``respond`` callback, so
 it never blocks the event loop or other connections; the connection keeps responses in order.
@@ -36,6 +41,7 @@ from typing import Optional
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
 
+from .consumer import ConsumerConfig
 from .coordinator import OFFSETS_TOPIC, GroupCoordinator
 from .shard import GroupConfig, every_partition, join_error, sync_error
 from .timer import AsyncioTimer
@@ -45,6 +51,7 @@ log = logging.getLogger("minikafka.group")
 FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 10, 11, 12, 13, 14
 OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 8, 9, 15, 16, 42, 47
 TXN_OFFSET_COMMIT = 28
+CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 
 # READ, DELETE, DESCRIBE: what Kafka reports for a group when no authorizer is configured.
 GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
@@ -243,20 +250,22 @@ async def txn_offset_commit(ctx, body: dict) -> dict:
     return {"throttle_time_ms": 0, "topics": response["topics"]}
 
 
-def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> dict:
+def _fetch_group(ctx, group_id: str, topics, require_stable: bool, member_id: Optional[str] = None,
+                 member_epoch: int = -1) -> dict:
     shard, error = _check(ctx, group_id) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
     if shard is None:
         return {"group_id": group_id, "error_code": error, "topics": [
             {"name": t["name"], "partitions": [
                 {"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
                  "error_code": error} for i in t["partition_indexes"]]} for t in topics or []]}
-    return shard.fetch_offsets(group_id, topics, require_stable)
+    return shard.fetch_offsets(group_id, topics, require_stable, member_id, member_epoch)
 
 
 async def offset_fetch(ctx, body: dict) -> dict:
     require_stable = bool(body.get("require_stable", False))
     if ctx.api_version >= 8:
-        groups = [_fetch_group(ctx, g["group_id"], g.get("topics"), require_stable) for g in body["groups"]]
+        groups = [_fetch_group(ctx, g["group_id"], g.get("topics"), require_stable, g.get("member_id"),
+                               g.get("member_epoch", -1)) for g in body["groups"]]
         return {"throttle_time_ms": 0, "groups": groups}
     group = _fetch_group(ctx, body["group_id"], body.get("topics"), require_stable)
     return {"throttle_time_ms": 0, "topics": group["topics"], "error_code": group["error_code"]}
@@ -337,6 +346,67 @@ async def delete_groups(ctx, body: dict) -> dict:
     return {"throttle_time_ms": 0, "results": results}
 
 
+# == KIP-848: ConsumerGroupHeartbeat / ConsumerGroupDescribe =====================================
+
+def _heartbeat_error(code: ErrorCode) -> dict:
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": None, "member_id": None,
+            "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
+
+
+async def consumer_group_heartbeat(ctx, body: dict) -> dict:
+    group_id = body["group_id"]
+    if not group_id:
+        return _heartbeat_error(ErrorCode.INVALID_REQUEST)
+    shard, error = _check(ctx, group_id)
+    if shard is None:
+        return _heartbeat_error(error)
+    response = shard.consumer_group_heartbeat(body, api_version=ctx.api_version, client_id=ctx.client_id or "",
+                                              client_host=_client_host(ctx))
+    return {"throttle_time_ms": 0, **response}
+
+
+async def consumer_group_describe(ctx, body: dict) -> dict:
+    operations = (GROUP_AUTHORIZED_OPERATIONS if body.get("include_authorized_operations")
+                  else NOT_REQUESTED_OPERATIONS)
+    controller = ctx.broker.controller
+
+    def name_of(topic_id):
+        info = controller.topic_by_id(topic_id)
+        return info.name if info is not None else None
+
+    out = []
+    for group_id in body.get("group_ids") or []:
+        shard, error = _check(ctx, group_id) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+        if shard is None:
+            described = {"error_code": error, "error_message": None, "group_id": group_id, "group_state": "",
+                         "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "", "members": []}
+        else:
+            described = shard.consumer_group_describe(group_id, name_of)
+        described["authorized_operations"] = operations
+        out.append(described)
+    return {"throttle_time_ms": 0, "groups": out}
+
+
+def consumer_protocol_enabled(config) -> bool:
+    """``group.coordinator.rebalance.protocols`` names ``consumer`` (Kafka's switch for KIP-848)."""
+    if config is None:
+        return True
+    try:
+        value = config.get("group.coordinator.rebalance.protocols")
+    except Exception:  # a config without the setting: Kafka's default, both protocols
+        return True
+    names = value if isinstance(value, (list, tuple)) else str(value or "").split(",")
+    return "consumer" in {n.strip().lower() for n in names}
+
+
+def topic_image(controller):
+    """The broker's topics as consumer groups see them: name -> (topic id, partition count)."""
+    def image() -> dict:
+        return {name: (info.topic_id, info.num_partitions)
+                for name, info in controller.topics.items() if not info.internal}
+    return image
+
+
 # == life cycle ==================================================================================
 
 class PartitionLogAdapter:
@@ -379,6 +449,9 @@ def register(registry, broker) -> None:
     if getattr(broker, "txn_coordinator", None) is not None:
         # Only useful with someone to end the transactions (see the module docstring).
         registry.register(TXN_OFFSET_COMMIT, 0, 4, txn_offset_commit)
+    if consumer_protocol_enabled(getattr(broker, "config", None)):
+        registry.register(CONSUMER_GROUP_HEARTBEAT, 0, 1, consumer_group_heartbeat)
+        registry.register(CONSUMER_GROUP_DESCRIBE, 0, 1, consumer_group_describe)
     if getattr(broker, "group_coordinator", None) is None:
         broker.group_coordinator = None  # created by start() once __consumer_offsets exists
 
@@ -401,7 +474,9 @@ async def start(broker) -> None:
 def _activate(broker, info) -> GroupCoordinator:
     timer = AsyncioTimer(broker.loop, on_error=lambda exc: log.error("group timer failed", exc_info=exc))
     coordinator = GroupCoordinator(info.num_partitions, lambda p: PartitionLogAdapter(broker, p), timer,
-                                   broker, GroupConfig.from_broker_config(broker.config))
+                                   broker, GroupConfig.from_broker_config(broker.config),
+                                   ConsumerConfig.from_broker_config(broker.config),
+                                   topic_image(broker.controller))
     coordinator.active = True
     broker.group_coordinator = coordinator
     return coordinator

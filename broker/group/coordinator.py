@@ -11,6 +11,7 @@ from typing import Callable, Iterator
 from minikafka.protocol.errors import ErrorCode
 
 from .partitioner import partition_for
+from .consumer import ConsumerConfig
 from .shard import CoordinatorShard, GroupConfig, OffsetsLog
 from .timer import Clock, Timer
 
@@ -19,13 +20,19 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 class GroupCoordinator:
     def __init__(self, num_partitions: int, log_factory: Callable[[int], OffsetsLog], timer: Timer,
-                 clock: Clock, config: GroupConfig | None = None) -> None:
+                 clock: Clock, config: GroupConfig | None = None,
+                 consumer_config: ConsumerConfig | None = None,
+                 topic_metadata: Callable[[], dict] | None = None) -> None:
         self.num_partitions = num_partitions
         self.config = config or GroupConfig()
+        self.consumer_config = consumer_config or ConsumerConfig()
         self.timer = timer
         self.clock = clock
-        self.shards = [CoordinatorShard(p, log_factory(p), timer, clock, self.config)
+        self.shards = [CoordinatorShard(p, log_factory(p), timer, clock, self.config, self.consumer_config)
                        for p in range(num_partitions)]
+        if topic_metadata is not None:
+            for shard in self.shards:
+                shard.topic_metadata = topic_metadata
         self.active = False
 
     def partition_for(self, group_id: str) -> int:
@@ -66,6 +73,15 @@ class GroupCoordinator:
                 shard.complete_transaction(producer_id, producer_epoch, commit, coordinator_epoch)
                 touched.append(shard.partition)
         return touched
+
+    def expire_consumer_member(self, group_id: str, member_id: str) -> bool:
+        """Remove a KIP-848 member now, as its session timeout would; False if there is no such member.
+
+        For test kits (fault injection: "expire a member"); the rest of the group reconciles as after a
+        real timeout.  Advancing an injected clock/timer fires the real session and revocation timeouts.
+        """
+        shard, error = self.check(group_id)
+        return shard is not None and shard.expire_consumer_member(group_id, member_id)
 
     def loaded_shards(self) -> Iterator[CoordinatorShard]:
         return (s for s in self.shards if s.loaded)

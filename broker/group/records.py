@@ -11,8 +11,12 @@ The structs are declared below as small spec tables in our own words (field, typ
 version) and encoded with ``struct``; only the non-flexible versions are read and written.  Versions
 written, as Kafka 3.x/4.x writes them: OffsetCommitKey v1, OffsetCommitValue v3 (v1 when the commit
 carried a retention time, to keep its expireTimestamp), GroupMetadataKey v2, GroupMetadataValue v3.
-Keys of other versions (the KIP-848 consumer-group records, share groups, ...) are not ours and are
-skipped by ``decode_key``.
+
+KIP-848 consumer groups add six record types (key versions 3-8: group epoch, subscribed-topic metadata,
+member metadata, target-assignment epoch, a member's target assignment, a member's current assignment).
+Their keys and values are flexible-version messages, declared as specs in ``protocol/schemas/`` and
+encoded by the generic codec (``ConsumerGroupKey``/``ConsumerGroupValue`` below).  Keys of any other
+version (share groups, streams groups, regular-expression records, ...) are skipped by ``decode_key``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from minikafka.protocol.errors import CorruptRecordError
+from minikafka.protocol import codec
+from minikafka.protocol.errors import CorruptRecordError, ProtocolError
 
 # A field: (name, type, first version, last version).  Types: int16, int32, int64, string,
 # nullable_string, bytes, or a nested field list for an array of structs.
@@ -196,8 +201,59 @@ class GroupMetadataValue:
     members: list[MemberMetadata] = field(default_factory=list)
 
 
-def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
+# KIP-848 record types by their spec names (``<name>Key``/``<name>Value``) and key versions.
+CONSUMER_KEY_VERSIONS = {
+    "ConsumerGroupMetadata": 3,
+    "ConsumerGroupPartitionMetadata": 4,
+    "ConsumerGroupMemberMetadata": 5,
+    "ConsumerGroupTargetAssignmentMetadata": 6,
+    "ConsumerGroupTargetAssignmentMember": 7,
+    "ConsumerGroupCurrentMemberAssignment": 8,
+}
+_CONSUMER_KINDS = {v: k for k, v in CONSUMER_KEY_VERSIONS.items()}
+_PER_MEMBER = {"ConsumerGroupMemberMetadata", "ConsumerGroupTargetAssignmentMember",
+               "ConsumerGroupCurrentMemberAssignment"}
+CONSUMER_VALUE_VERSION = 0
+
+
+@dataclass(frozen=True)
+class ConsumerGroupKey:
+    """The key of a KIP-848 record: its type, the group and (for per-member types) the member."""
+    kind: str
+    group: str
+    member_id: str | None = None
+
+
+@dataclass
+class ConsumerGroupValue:
+    """The value of a KIP-848 record: the spec's fields as the codec's dict (snake_case keys)."""
+    kind: str
+    data: dict
+
+
+def _encode_consumer_key(key: ConsumerGroupKey) -> bytes:
+    version = CONSUMER_KEY_VERSIONS[key.kind]
+    fields = {"group_id": key.group}
+    if key.kind in _PER_MEMBER:
+        fields["member_id"] = key.member_id
+    return _I16.pack(version) + codec.encode_data(key.kind + "Key", version, fields)
+
+
+def decode_consumer_value(kind: str, buf) -> ConsumerGroupValue | None:
+    if buf is None:
+        return None
+    (version,) = _I16.unpack_from(buf, 0)
+    try:
+        data, _ = codec.decode_data(kind + "Value", version, buf, 2)
+    except ProtocolError as exc:
+        raise CorruptRecordError(f"bad {kind}Value: {exc}") from None
+    return ConsumerGroupValue(kind, data)
+
+
+def encode_key(key: OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey) -> bytes:
     out = bytearray()
+    if isinstance(key, ConsumerGroupKey):
+        return _encode_consumer_key(key)
     if isinstance(key, OffsetCommitKey):
         out += _I16.pack(OFFSET_COMMIT_KEY_VERSION)
         _encode(OFFSET_COMMIT_KEY, OFFSET_COMMIT_KEY_VERSION, key.__dict__, out)
@@ -210,6 +266,9 @@ def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
 def encode_value(value: OffsetCommitValue | GroupMetadataValue | None) -> bytes | None:
     if value is None:
         return None
+    if isinstance(value, ConsumerGroupValue):
+        return _I16.pack(CONSUMER_VALUE_VERSION) + codec.encode_data(
+            value.kind + "Value", CONSUMER_VALUE_VERSION, value.data)
     out = bytearray()
     if isinstance(value, OffsetCommitValue):
         version = (OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY if value.expire_timestamp >= 0
@@ -224,7 +283,7 @@ def encode_value(value: OffsetCommitValue | GroupMetadataValue | None) -> bytes 
     return bytes(out)
 
 
-def decode_key(buf) -> OffsetCommitKey | GroupMetadataKey | None:
+def decode_key(buf) -> OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey | None:
     """The key of a ``__consumer_offsets`` record, or None for record types that are not ours."""
     if buf is None or len(buf) < 2:
         raise CorruptRecordError("__consumer_offsets record without a key")
@@ -235,6 +294,13 @@ def decode_key(buf) -> OffsetCommitKey | GroupMetadataKey | None:
     if version == 2:
         values, _ = _decode(GROUP_METADATA_KEY, version, buf, 2)
         return GroupMetadataKey(**values)
+    kind = _CONSUMER_KINDS.get(version)
+    if kind is not None:
+        try:
+            fields, _ = codec.decode_data(kind + "Key", version, buf, 2)
+        except ProtocolError as exc:
+            raise CorruptRecordError(f"bad {kind}Key: {exc}") from None
+        return ConsumerGroupKey(kind, fields["group_id"], fields.get("member_id"))
     return None
 
 

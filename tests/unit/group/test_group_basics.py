@@ -7,7 +7,7 @@ import pytest
 from minikafka.broker.group.classic import ClassicGroup
 from minikafka.broker.group.partitioner import kafka_abs, partition_for
 from minikafka.broker.group.records import (
-    GroupMetadataKey, GroupMetadataValue, MemberMetadata, OffsetCommitKey, OffsetCommitValue,
+    ConsumerGroupKey, GroupMetadataKey, GroupMetadataValue, MemberMetadata, OffsetCommitKey, OffsetCommitValue,
     decode_group_metadata_value, decode_key, decode_offset_commit_value, encode_key, encode_value)
 from minikafka.broker.group.state import VALID_PREVIOUS, GroupState, IllegalStateTransition, parse_state
 from minikafka.broker.group.timer import MockTimer
@@ -128,7 +128,9 @@ def test_empty_group_metadata_has_null_protocol_and_leader():
 
 
 def test_other_record_types_are_skipped_and_garbage_rejected():
-    assert decode_key(struct.pack(">hh1s", 3, 1, b"g")) is None  # KIP-848 consumer group metadata key
+    # KIP-848 consumer group records (key versions 3-8) are ours now; share/streams groups' are not.
+    assert decode_key(struct.pack(">hh1s", 3, 1, b"g")) == ConsumerGroupKey("ConsumerGroupMetadata", "g")
+    assert decode_key(struct.pack(">hh1s", 10, 1, b"g")) is None  # a share group metadata key
     with pytest.raises(CorruptRecordError):
         decode_offset_commit_value(struct.pack(">hq", 3, 1))  # truncated
     assert encode_value(None) is None
