@@ -454,15 +454,18 @@ def build_batch(
     timestamp_type: int = 0,
     partition_leader_epoch: int = -1,
     last_offset_delta: int | None = None,
+    delete_horizon_ms: int | None = None,
 ) -> bytearray:
     """Build one v2 batch from ``(key, value, headers, timestamp_ms[, offset_delta])`` tuples.
 
     An explicit offset delta per record (and ``last_offset_delta``) lets compaction rebuild a
     batch with gaps while keeping every surviving record's offset and the batch's last offset.
+    ``delete_horizon_ms`` (the cleaner only, KIP-534) goes into the base timestamp with attribute
+    bit 6; record timestamps stay what they were, their deltas count from the horizon.
     """
     if not records:
         raise ValueError("a record batch needs at least one record")
-    base_ts = records[0][3]
+    base_ts = records[0][3] if delete_horizon_ms is None else delete_horizon_ms
     max_ts = max(r[3] for r in records)
     encoded = bytearray()
     for i, r in enumerate(records):
@@ -478,6 +481,8 @@ def build_batch(
         attributes |= TRANSACTIONAL_BIT
     if control:
         attributes |= CONTROL_BIT
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_BIT
     batch = bytearray(BATCH_HEADER_SIZE)
     _HEADER.pack_into(
         batch,

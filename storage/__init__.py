@@ -79,9 +79,12 @@ Known differences from Kafka (on purpose, or not done yet)
 * segment.ms counts from the segment's creation (Kafka: from its first batch's timestamp, which
   rolls on every append when a producer replays old timestamps).
 * Compaction: tombstones expire by the age of their segment, not by a delete horizon written into
-  the batch (KIP-534); no max.compaction.lag.ms; segments are not merged; transaction markers
-  are kept (aborted data is dropped, and only segments below the LSO are cleaned).  See
-  storage/cleaner.py.
+  the batch (KIP-534); no max.compaction.lag.ms; segments are not merged.  Transactions: only
+  segments below the LSO are cleaned, aborted data is dropped, and a commit/abort marker goes
+  delete.retention.ms after the last batch of its transaction left the log (a KIP-534 delete
+  horizon stamped into the marker, as Kafka's cleaner does; the aborted-transaction index keeps
+  only entries whose data is left), except a marker whose epoch is newer than its producer's last
+  data batch, which stays (no producer-state snapshots here).  See storage/cleaner.py.
 * The aborted-transaction index and the open transactions are kept in memory and rebuilt from
   the partition's batches on first use after open (Kafka persists .txnindex files and
   producer-state snapshots to avoid that scan).  See storage/txn_index.py.

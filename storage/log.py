@@ -89,7 +89,7 @@ class PartitionLog:
         self.log_start_offset = 0
         self.recovery_point = 0
         self.cleaned_offset = 0
-        # When the oldest tombstone kept by the last compaction may go (not persisted: after a
+        # When the oldest tombstone or stamped marker kept by the last compaction may go (not persisted: after a
         # restart tombstones go with the next compaction that new dirty data triggers).
         self._tombstone_deadline_ms: int | None = None
         # Open transactions and aborted-transaction index (storage/txn_index.py), built on first use.

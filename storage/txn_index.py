@@ -116,6 +116,18 @@ class TxnIndex:
         if entries and new_base is not None:
             self.aborted.setdefault(new_base, []).extend(entries)
 
+    def retain_aborted(self, segment_base: int, marker_offsets: set[int]) -> None:
+        """Compaction: keep only the entries of this segment whose abort marker is at one of
+        ``marker_offsets`` (the others' data is gone, so no reader needs to filter it)."""
+        entries = self.aborted.get(segment_base)
+        if entries is None:
+            return
+        kept = [a for a in entries if a.last_offset in marker_offsets]
+        if kept:
+            self.aborted[segment_base] = kept
+        else:
+            del self.aborted[segment_base]
+
     def aborted_ranges(self) -> list[AbortedTxn]:
         return sorted((a for entries in self.aborted.values() for a in entries), key=lambda a: a.first_offset)
 

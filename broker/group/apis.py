@@ -2,9 +2,11 @@
 
 Served versions (PROTOCOL.md "Serve" column) and per-version notes:
 
-* FindCoordinator 0-4: v4+ batches ``coordinator_keys``.  key_type 0 (group) answers this broker;
-  key_type 1 (transaction) answers this broker only when a transaction coordinator is installed
-  (``broker.txn_coordinator``), else COORDINATOR_NOT_AVAILABLE; other key types INVALID_REQUEST.
+* FindCoordinator 0-4: v4+ batches ``coordinator_keys``.  key_type 0 (group) answers this broker,
+  creating ``__consumer_offsets`` on first use; key_type 1 (transaction) answers this broker when a
+  transaction coordinator is installed (``broker.txn_coordinator``), creating
+  ``__transaction_state`` on first use, else COORDINATOR_NOT_AVAILABLE (also when the topic cannot
+  be created); other key types INVALID_REQUEST.
 * JoinGroup 0-9: v0 has no rebalance timeout (the session timeout is used); v4+ MEMBER_ID_REQUIRED
   two-step join; v5+ group.instance.id; protocol_name is nullable only from v7 ("" before);
   v9 skip_assignment for a static leader rejoining a Stable group.
@@ -94,8 +96,7 @@ async def find_coordinator(ctx, body: dict) -> dict:
                 coord = None
             error = ErrorCode.NONE if coord is not None and coord.active else ErrorCode.COORDINATOR_NOT_AVAILABLE
         elif key_type == 1:
-            error = (ErrorCode.NONE if getattr(ctx.broker, "txn_coordinator", None) is not None
-                     else ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            error = _ensure_txn_coordinator(ctx.broker)
         else:
             error = ErrorCode.INVALID_REQUEST
         if error == ErrorCode.NONE:
@@ -109,6 +110,21 @@ async def find_coordinator(ctx, body: dict) -> dict:
     r = results[0]
     return {"throttle_time_ms": 0, "error_code": r["error_code"], "error_message": r["error_message"],
             "node_id": r["node_id"], "host": r["host"], "port": r["port"]}
+
+
+def _ensure_txn_coordinator(broker) -> ErrorCode:
+    """FindCoordinator for a transactional id creates ``__transaction_state`` on first use, as the
+    group key creates ``__consumer_offsets`` (Kafka creates either internal topic there)."""
+    service = getattr(broker, "txn_coordinator", None)
+    if service is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    try:
+        coord = service.ensure()
+    except KafkaError as exc:
+        # __transaction_state could not be created (a full disk): retriable, the client asks again.
+        log.debug("no transaction coordinator yet: %s", exc)
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return ErrorCode.NONE if coord.active else ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
 # == JoinGroup / SyncGroup / Heartbeat / LeaveGroup ===============================================

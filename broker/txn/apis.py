@@ -10,15 +10,16 @@ Served versions (PROTOCOL.md "Serve" column):
 * TxnOffsetCommit 0-4 is served by the group coordinator (broker/group/apis.py), which registers it
   because this module installs ``broker.txn_coordinator`` first.
 * DescribeTransactions 0, ListTransactions 0-1 (v1 duration filter), DescribeProducers 0.
-* FindCoordinator key_type 1 answers this broker (broker/group/apis.py).
+* FindCoordinator key_type 1 answers this broker and creates ``__transaction_state`` on first use
+  (broker/group/apis.py).
 * WriteTxnMarkers is internal (markers are written in-process), as in Kafka it is broker-only.
 
 Transaction version: 1.  KIP-890 part 2 ("transactions V2": Produce 12, EndTxn 5, implicit
 AddPartitions) is not implemented; ApiVersions advertises no ``transaction.version`` feature, so
 Java 4.x clients use the V1 protocol.
 
-``__transaction_state`` is created by the first request that needs a transactional id's state
-(Kafka creates it on the first FindCoordinator for a transaction) with
+``__transaction_state`` is created by the first FindCoordinator for a transactional id (as in
+Kafka) or the first request that needs a transactional id's state, with
 ``transaction.state.log.num.partitions`` partitions; an existing one is loaded in the background at
 start, answering COORDINATOR_LOAD_IN_PROGRESS for shards still loading.
 

@@ -14,6 +14,7 @@ from minikafka.broker.group.shard import GroupConfig, MemoryOffsetsLog
 from minikafka.broker.group.timer import MockTimer
 from minikafka.protocol.codec import decode_request, decode_response, encode_request, encode_response
 from minikafka.protocol.errors import ErrorCode as E
+from minikafka.protocol.errors import KafkaError
 
 from group_harness import subscription
 
@@ -141,9 +142,28 @@ async def test_find_coordinator(broker, version):
         if version >= 1:
             r = await broker.call(10, version, {"key": "a", "key_type": 1})
             assert r["error_code"] == E.COORDINATOR_NOT_AVAILABLE and r["node_id"] == -1
-            broker.txn_coordinator = object()
+            broker.txn_coordinator = _TxnService(fail=True)
+            r = await broker.call(10, version, {"key": "a", "key_type": 1})
+            assert r["error_code"] == E.COORDINATOR_NOT_AVAILABLE and r["node_id"] == -1
+            broker.txn_coordinator = service = _TxnService()
             r = await broker.call(10, version, {"key": "a", "key_type": 1})
             assert r["error_code"] == 0 and r["node_id"] == 7
+            assert service.ensured == 1  # the state topic is created (or found) on first use
+
+
+class _TxnService:
+    """broker.txn_coordinator as FindCoordinator sees it: ensure() creates __transaction_state."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.ensured = 0
+        self.active = True
+
+    def ensure(self):
+        if self.fail:
+            raise KafkaError(E.KAFKA_STORAGE_ERROR, "disk full")
+        self.ensured += 1
+        return self
 
 
 async def test_loading_shard_answers_load_in_progress(broker):
