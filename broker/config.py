@@ -154,6 +154,9 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
        "minikafka: port of the HTTP server (control API, metrics, health, console); -1 off, 0 a free port.", True),
     _s("http.host", "string", "127.0.0.1", "minikafka: address the HTTP server binds (loopback by default).", True),
     _s("http.max.request.bytes", "int", 16 * 1024 * 1024, "minikafka: largest HTTP request body.", True),
+    # Test kit (issue 9): the control API (faults, clock) on the HTTP server.
+    _s("http.control.enable", "boolean", False,
+       "minikafka: serve the control API for tests (faults, clock, waits) under /control on the HTTP server.", True),
     _s("maintenance.interval.ms", "long", 1000, "minikafka: period of the maintenance task (LogManager.tick)."),
 )}
 
