@@ -20,6 +20,7 @@ temporary data dir.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
@@ -51,11 +52,32 @@ def _as_control_error(exc: Exception) -> ControlError:
     return ControlError(str(exc), getattr(exc, "status", 400))
 
 
+class AsyncControl:
+    """The control handle's methods as coroutines (run on a worker thread), for asyncio tests
+    whose own event loop must keep running while a call waits."""
+
+    def __init__(self, control: "Control") -> None:
+        self._control = control
+
+    def __getattr__(self, name: str):
+        method = getattr(self._control, name)
+
+        @functools.wraps(method)
+        async def call(*args, **kwargs):
+            return await asyncio.to_thread(method, *args, **kwargs)
+
+        return call
+
+
 class Control:
     """The control handle: faults, stalls, group sessions, the clock, waits and seeding."""
 
     def __init__(self, call) -> None:
         self._call = call
+
+    @property
+    def aio(self) -> AsyncControl:
+        return AsyncControl(self)
 
     def call(self, op: str, params: dict | None = None, timeout: float = 30.0) -> dict:
         return self._call(op, params or {}, timeout)
