@@ -117,7 +117,12 @@ async def _serve(config: BrokerConfig, loop_name: str, seed_items: list | None =
     if seed_items:
         from . import seed
 
-        seed.apply(broker, seed_items)
+        try:
+            seed.apply(broker, seed_items)
+        except seed.SeedError as exc:
+            sys.stderr.write(f"minikafka: --seed: {exc}\n")
+            await asyncio.wait_for(broker.stop(), timeout=5.0)
+            return 2
     host, _ = config.advertised
     bind_host = config.host if config.host not in ("0.0.0.0", "::", "") else host
     log.info("started in %.0f ms on %s (%s), data in %s, advertised %s:%d", (time.monotonic() - t0) * 1000,

@@ -152,7 +152,10 @@ def apply(broker, items: list[dict]) -> dict:
             pending.append((item["key"], item["value"], item["headers"], ts))
         except KafkaError as exc:
             raise SeedError(f"{item['where']}: {exc}") from None
-    flush()
+    try:
+        flush()
+    except KafkaError as exc:
+        raise SeedError(f"{items[-1]['where']}: {exc}") from None
     if topics_created or records:
         log.info("seeded %d topics and %d records", topics_created, records)
     return {"topics_created": topics_created, "records": records}

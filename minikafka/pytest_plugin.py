@@ -16,7 +16,8 @@ Fixtures (nothing starts unless a test asks for one; no autouse fixtures):
 ``--kafka-bootstrap=HOST:PORT`` (or ``MINIKAFKA_BOOTSTRAP``) runs the same tests against an external
 Kafka instead (topics are then created with kafka-python's admin client); tests that use
 ``kafka_control`` are skipped there with the reason.  ``--minikafka-mode=process`` runs the embedded
-broker as a child process; ``minikafka_config`` (ini, lines of ``name=value``) adds broker settings.
+broker as a child process; ``minikafka_config`` (ini, lines of ``name=value``) adds broker settings
+and ``minikafka_seed`` (ini, seed file paths) preloads topics and records (broker/seed.py).
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ def pytest_addoption(parser) -> None:
                          "child process")
     parser.addini("minikafka_config", type="linelist", default=[],
                   help="broker settings for the embedded minikafka, one name=value per line")
+    parser.addini("minikafka_seed", type="linelist", default=[],
+                  help="seed files (JSON lines of topics and records, relative to the rootdir) loaded "
+                       "into the embedded minikafka when it starts")
 
 
 def pytest_configure(config) -> None:
@@ -97,6 +101,22 @@ def _settings(config) -> dict:
     return settings
 
 
+def _seed_items(config) -> list | None:
+    import json
+
+    items = []
+    for name in config.getini("minikafka_seed"):
+        path = os.path.join(str(config.rootpath), name)
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                if line.strip() and not line.lstrip().startswith("#"):
+                    try:
+                        items.append(json.loads(line))
+                    except ValueError as exc:
+                        raise pytest.UsageError(f"minikafka_seed {path}:{number}: not JSON: {exc}") from None
+    return items or None
+
+
 @pytest.fixture(scope="session")
 def kafka_broker(request, tmp_path_factory):
     external = _external_bootstrap(request.config)
@@ -106,7 +126,8 @@ def kafka_broker(request, tmp_path_factory):
     from minikafka.embedded import Broker
 
     broker = Broker(mode=request.config.getoption("minikafka_mode", "thread"),
-                    data_dir=tmp_path_factory.mktemp("minikafka"), config=_settings(request.config))
+                    data_dir=tmp_path_factory.mktemp("minikafka"), config=_settings(request.config),
+                    seed=_seed_items(request.config))
     broker.start()
     try:
         yield EmbeddedKafka(broker)
