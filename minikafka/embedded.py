@@ -36,6 +36,13 @@ import urllib.error
 import urllib.request
 from typing import Any, Iterable
 
+# What Apache Kafka's own embedded test brokers set (EmbeddedKafkaCluster, TestUtils.createBrokerConfig):
+# 5 partitions for the internal topics instead of 50, so creating __consumer_offsets at start costs
+# a tenth, and no initial rebalance delay, so a test's first consumer group forms at once.
+# ``config=`` overrides any of them.
+TEST_DEFAULTS = {"offsets.topic.num.partitions": "5", "transaction.state.log.num.partitions": "5",
+                 "group.initial.rebalance.delay.ms": "0"}
+
 READY = re.compile(r"minikafka ready on (\S+):(\d+)")
 HTTP_READY = re.compile(r"minikafka http on (\S+):(\d+)")
 
@@ -173,7 +180,8 @@ class Broker:
         self.port = port
         self._data_dir = os.fspath(data_dir) if data_dir is not None else None
         self._temp_dir: str | None = None
-        self.settings = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (config or {}).items()}
+        self.settings = dict(TEST_DEFAULTS)
+        self.settings.update({k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (config or {}).items()})
         self._seed = seed
         self._http_port = http_port
         self.ready_timeout = ready_timeout

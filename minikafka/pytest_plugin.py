@@ -29,9 +29,6 @@ import uuid
 import pytest
 
 ENV_BOOTSTRAP = "MINIKAFKA_BOOTSTRAP"
-# Kafka's defaults make a first consumer group wait 3 s (group.initial.rebalance.delay.ms); test
-# images (Confluent's, testcontainers') set it to 0, and so does this plugin unless told otherwise.
-TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "0"}
 SKIP_EXTERNAL = ("kafka_control needs the embedded minikafka broker (faults, clock, waits); "
                  "this run uses the external Kafka at {bootstrap} (--kafka-bootstrap / MINIKAFKA_BOOTSTRAP)")
 
@@ -92,7 +89,7 @@ class EmbeddedKafka:
 
 
 def _settings(config) -> dict:
-    settings = dict(TEST_DEFAULTS)
+    settings = {}  # minikafka.embedded.TEST_DEFAULTS apply underneath
     for line in config.getini("minikafka_config"):
         name, sep, value = line.partition("=")
         if not sep:
