@@ -313,8 +313,7 @@ class Broker:
             cmd += ["--override", f"{name}={value}"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("MINIKAFKA_")}
         env["PYTHONUNBUFFERED"] = "1"
-        log_path = os.path.join(self._temp_dir or self.data_dir, "broker.log") if self._temp_dir \
-            else os.path.join(self.data_dir, "broker.log")
+        log_path = os.path.join(self.data_dir, "broker.log")
         with open(log_path, "ab") as log_file:
             self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log_file, env=env)
         self.log_path = log_path
@@ -326,13 +325,15 @@ class Broker:
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise TimeoutError(f"minikafka did not start in {self.ready_timeout} s (log: {log_path})")
+                    raise TimeoutError(f"minikafka did not start in {self.ready_timeout} s; its log:\n"
+                                       f"{_tail(log_path)}")
                 if not sel.select(remaining):
                     continue
                 chunk = os.read(self._proc.stdout.fileno(), 4096)
                 if not chunk:
-                    raise RuntimeError(f"minikafka exited with {self._proc.wait()} before it was ready "
-                                       f"(log: {log_path})")
+                    # The temporary data dir (and the log in it) goes away on stop: quote the log.
+                    raise RuntimeError(f"minikafka exited with {self._proc.wait()} before it was ready; "
+                                       f"its log:\n{_tail(log_path)}")
                 buf += chunk
                 text = buf.decode(errors="replace")
                 m = HTTP_READY.search(text)
@@ -377,6 +378,16 @@ class Broker:
         if self._proc is not None and self.http_port is not None:
             return http_control(f"http://127.0.0.1:{self.http_port}", op, params, timeout)
         raise RuntimeError("the broker is not running")
+
+
+def _tail(path: str, size: int = 4000) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(f.tell() - size, 0))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return "(no log)"
 
 
 def http_control(base_url: str, op: str, params: dict, timeout: float = 30.0) -> dict:

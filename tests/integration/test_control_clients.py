@@ -117,6 +117,9 @@ class _Member:
         consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
                                  heartbeat_interval_ms=300, metadata_max_age_ms=1000,
                                  session_timeout_ms=session_timeout_ms)
+        # Know the topic before joining: a kafka-python leader that assigns before its first topic
+        # metadata arrives hands out nothing and does not always rejoin when the metadata comes.
+        consumer.partitions_for_topic(topic)
         consumer.subscribe([topic])
         try:
             while not self._stop.is_set():
@@ -188,6 +191,24 @@ def test_advancing_the_clock_expires_a_member_without_waiting(kafka, control):
         member.close()
 
 
+def test_forced_rebalance_moves_a_stable_group_to_a_new_generation(kafka, control):
+    topic, group = _name("reb"), _name("g")
+    control.create_topic(topic, 1)
+    member = _Member(kafka.bootstrap_servers, group, topic, 10000)
+    try:
+        _until(lambda: _stable(control, group, 1) and member.assignment, what="a stable group")
+        before = control.describe_group(group)
+        control.rebalance(group)
+        assert control.describe_group(group)["state"] == "PreparingRebalance"
+        _until(lambda: (d := _stable(control, group, 1)) and d["generation"] > before["generation"],
+               what="the forced rebalance to complete")
+        assert control.describe_group(group)["members"] == before["members"]  # same member rejoined
+    finally:
+        member.close()
+    with pytest.raises(ControlError, match="only a Stable"):
+        control.rebalance(group)  # Empty now: nothing to rebalance
+
+
 def test_advancing_the_clock_runs_retention(kafka, control):
     from kafka import KafkaProducer
 
@@ -231,7 +252,7 @@ def test_stalled_partition_holds_produce_until_released(kafka, control):
         free_producer.close(timeout=5)
 
 
-def test_hold_releases_on_demand_and_close_makes_the_client_retry(kafka, control):
+def test_hold_delay_and_close_with_a_real_producer(kafka, control):
     from kafka import KafkaProducer
 
     topic = _name("hold")
@@ -245,9 +266,13 @@ def test_hold_releases_on_demand_and_close_makes_the_client_retry(kafka, control
         assert not future.is_done
         control.release(held)
         assert future.get(10).offset == 1
+        control.delay("Produce", 400, topic=topic, count=1)
+        started = time.monotonic()
+        assert producer.send(topic, b"delayed", partition=0).get(10).offset == 2
+        assert time.monotonic() - started >= 0.4
         control.close_connection("Produce", topic=topic, count=1)
-        assert producer.send(topic, b"after-close", partition=0).get(30).offset >= 2
-        assert _read_all(kafka.bootstrap_servers, topic)[:2] == [b"warm", b"held"]
+        assert producer.send(topic, b"after-close", partition=0).get(30).offset >= 3
+        assert _read_all(kafka.bootstrap_servers, topic)[:3] == [b"warm", b"held", b"delayed"]
     finally:
         producer.close()
 

@@ -131,3 +131,15 @@ def test_plugin_seeds_from_the_ini(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"], cwd=project, env=env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "1 passed" in out.stdout, out.stdout + out.stderr
+
+
+def test_embedded_broker_that_cannot_start_says_why():
+    import pytest
+
+    from minikafka import Broker
+    from minikafka.broker.config import ConfigError
+
+    with pytest.raises(RuntimeError, match="no.such.setting"):
+        Broker(mode="process", config={"no.such.setting": 1}).start()
+    with pytest.raises(ConfigError, match="no.such.setting"):
+        Broker(config={"no.such.setting": 1}).start()
