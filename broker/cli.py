@@ -74,6 +74,9 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
                        help="set any Kafka setting listed below (repeatable)")
     serve.add_argument("--log-level", default=None,
                        help="DEBUG, INFO (default), WARNING or ERROR; DEBUG logs every request")
+    serve.add_argument("--seed", action="append", default=[], metavar="FILE",
+                       help="JSON lines of topics to create and records to preload before the ready "
+                            "line (repeatable; see broker/seed.py for the format)")
 
 
 def config_from_args(args: argparse.Namespace, environ=None) -> BrokerConfig:
@@ -98,7 +101,7 @@ def _new_loop_factory():
     return uvloop.new_event_loop, "uvloop"
 
 
-async def _serve(config: BrokerConfig, loop_name: str) -> int:
+async def _serve(config: BrokerConfig, loop_name: str, seed_items: list | None = None) -> int:
     from .server import Broker
 
     broker = Broker(config)
@@ -111,6 +114,15 @@ async def _serve(config: BrokerConfig, loop_name: str) -> int:
             signal.signal(signum, lambda *_: loop.call_soon_threadsafe(stop.set))
     t0 = time.monotonic()
     await broker.start()
+    if seed_items:
+        from . import seed
+
+        try:
+            seed.apply(broker, seed_items)
+        except seed.SeedError as exc:
+            sys.stderr.write(f"minikafka: --seed: {exc}\n")
+            await asyncio.wait_for(broker.stop(), timeout=5.0)
+            return 2
     host, _ = config.advertised
     bind_host = config.host if config.host not in ("0.0.0.0", "::", "") else host
     log.info("started in %.0f ms on %s (%s), data in %s, advertised %s:%d", (time.monotonic() - t0) * 1000,
@@ -131,12 +143,12 @@ async def _serve(config: BrokerConfig, loop_name: str) -> int:
     return 0
 
 
-def serve(config: BrokerConfig) -> int:
+def serve(config: BrokerConfig, seed_items: list | None = None) -> int:
     logging.basicConfig(level=getattr(logging, str(config.log_level).upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     factory, loop_name = _new_loop_factory()
     with asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(_serve(config, loop_name))
+        return runner.run(_serve(config, loop_name, seed_items))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,8 +164,16 @@ def main(argv: list[str] | None = None) -> int:
         config = config_from_args(args)
     except ConfigError as exc:
         parser.exit(2, f"minikafka: {exc}\n")
+    seed_items = []
     try:
-        return serve(config)
+        from .seed import SeedError, load_file
+
+        for path in args.seed:
+            seed_items += load_file(path)
+    except (OSError, SeedError) as exc:
+        parser.exit(2, f"minikafka: --seed: {exc}\n")
+    try:
+        return serve(config, seed_items)
     except OSError as exc:
         print(f"minikafka: cannot start: {exc}", file=sys.stderr)
         return 1

@@ -171,6 +171,9 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
     _s("decompression.max.ratio", "int", 64,
        "minikafka: a compressed batch may inflate to at most this many times max.message.bytes "
        "(and never past 256 MiB); larger ones are refused with RECORD_LIST_TOO_LARGE."),
+    # Test kit (issue 9): the control API (faults, clock) on the HTTP server.
+    _s("http.control.enable", "boolean", False,
+       "minikafka: serve the control API for tests (faults, clock, waits) under /control on the HTTP server.", True),
     _s("maintenance.interval.ms", "long", 1000, "minikafka: period of the maintenance task (LogManager.tick)."),
     # issue 14: bounded request memory, connection log summary, quotas, client telemetry
     _s("queued.max.request.bytes", "long", 268435456,

@@ -256,11 +256,16 @@ class KafkaConnection(asyncio.Protocol):
         ctx = RequestContext(request.api_key, request.api_version, request.correlation_id,
                              request.client_id, self.client_host, self.broker, self)
         try:
-            quotas = getattr(self.broker, "quotas", None)
-            if quotas is not None and quotas.active:
-                coro = quotas.run(handler, ctx, request.body, slot.size)
-            else:
-                coro = handler(ctx, request.body)
+            coro = None
+            faults = getattr(self.broker, "faults", None)
+            if faults is not None and faults.active:  # test faults (broker/faults.py)
+                coro = faults.intercept(handler, ctx, request.body)
+            if coro is None:
+                quotas = getattr(self.broker, "quotas", None)
+                if quotas is not None and quotas.active:
+                    coro = quotas.run(handler, ctx, request.body, slot.size)
+                else:
+                    coro = handler(ctx, request.body)
         except Exception as exc:  # a synchronous failure building the coroutine
             self._handler_failed(slot, exc)
             return

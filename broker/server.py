@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-import time
 from typing import Any, Callable, Iterable
 
+from .clock import BrokerClock, CallableClock, TimerService
 from .config import BrokerConfig
 from .connection import ConnectionStats, KafkaConnection, RequestBytes
+from .faults import FaultEngine
 
 log = logging.getLogger("minikafka.broker")
 
@@ -70,10 +71,18 @@ def _load_handler_modules(names: Iterable[str]) -> list[Any]:
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, *, clock: Callable[[], float] = time.time,
+    def __init__(self, config: BrokerConfig, *, clock: "BrokerClock | Callable[[], float] | None" = None,
                  handler_modules: Iterable[str] | None = None, controller=None):
         self.config = config
-        self.clock = clock
+        # One steerable clock for the whole broker (broker/clock.py); a plain ``() -> seconds``
+        # function is still accepted.
+        if clock is None:
+            clock = BrokerClock()
+        elif not isinstance(clock, BrokerClock):
+            clock = CallableClock(clock)
+        self.clock: BrokerClock = clock
+        self.timers = TimerService(clock, on_error=lambda exc: log.error("timer failed", exc_info=exc))
+        self.faults = FaultEngine(self)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.controller = controller
         self.group_coordinator = None  # set by broker.group's register()
@@ -94,7 +103,16 @@ class Broker:
         self.started_at = clock()
 
     def now_ms(self) -> int:
-        return int(self.clock() * 1000)
+        return self.clock.now_ms()
+
+    def advance_clock(self, ms: int) -> int:
+        """Move broker time forward (on the broker's loop): due timeouts fire and a full
+        maintenance tick (retention, producer-id expiry) runs at the new time."""
+        return self.clock.advance(ms)
+
+    def _tick_after_advance(self, now_ms: int) -> None:
+        if self.controller is not None:
+            self.controller.tick(now_ms)
 
     # -- API registry ------------------------------------------------------------------------
 
@@ -127,6 +145,8 @@ class Broker:
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
+        self.timers.bind(self.loop)
+        self.clock.on_advance(self._tick_after_advance)
         if self.controller is None:
             from .controller import Controller
 
@@ -222,6 +242,7 @@ class Broker:
                 log.error("stopping the HTTP server failed", exc_info=True)
         if self._maintenance is not None:
             self._maintenance.cancel()
+        self.faults.reset()
         for conn in list(self.connections):
             conn.cancel_tasks()
             conn.close()
@@ -237,5 +258,6 @@ class Broker:
                 await asyncio.wait_for(self._server.wait_closed(), timeout=0.5)
             except (asyncio.TimeoutError, Exception):
                 pass
+        self.timers.close()
         if self.controller is not None:
             self.controller.close()

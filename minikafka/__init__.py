@@ -13,3 +13,14 @@ not pay for (or need) the broker.
 """
 
 __version__ = "0.1.0"
+
+__all__ = ["Broker", "Control", "ControlError"]
+
+
+def __getattr__(name: str):
+    # Lazy: ``import minikafka`` stays free of the broker for Spark workers.
+    if name in ("Broker", "Control", "ControlError"):
+        from . import embedded
+
+        return getattr(embedded, name)
+    raise AttributeError(f"module 'minikafka' has no attribute {name!r}")

@@ -488,7 +488,12 @@ async def start(broker) -> None:
 
 
 def _activate(broker, info) -> GroupCoordinator:
-    timer = AsyncioTimer(broker.loop, on_error=lambda exc: log.error("group timer failed", exc_info=exc))
+    timers = getattr(broker, "timers", None)
+    if timers is not None:
+        # The broker's steerable clock: advancing it fires session and rebalance timeouts now.
+        timer = timers.scope("group")
+    else:
+        timer = AsyncioTimer(broker.loop, on_error=lambda exc: log.error("group timer failed", exc_info=exc))
     coordinator = GroupCoordinator(info.num_partitions, lambda p: PartitionLogAdapter(broker, p), timer,
                                    broker, GroupConfig.from_broker_config(broker.config),
                                    ConsumerConfig.from_broker_config(broker.config),
@@ -535,5 +540,6 @@ async def stop(broker) -> None:
     if coordinator is None:
         return
     coordinator.unload()
-    if isinstance(coordinator.timer, AsyncioTimer):
-        coordinator.timer.cancel_all()
+    cancel_all = getattr(coordinator.timer, "cancel_all", None)
+    if cancel_all is not None:
+        cancel_all()

@@ -713,6 +713,41 @@ class CoordinatorShard(ConsumerGroupsMixin):
             return self._maybe_complete_join_phase(group)
         return _empty()
 
+    # == test control (broker/control.py) =========================================================
+
+    def expire_member_now(self, group_id: str, member_id: str | None = None) -> list[str]:
+        """Expire members' sessions now, as if their session timeout had passed without a
+        heartbeat (all members when ``member_id`` is None); returns the expired member ids."""
+        group = self.groups.get(group_id)
+        if group is None or group.is_in_state(GroupState.DEAD):
+            return []
+        if member_id is None:
+            targets = [m.member_id for m in group.all_members()] + list(group.pending_join_members)
+        else:
+            targets = [member_id]
+        expired = []
+        for mid in targets:
+            self.timer.cancel(_hb_key(group_id, mid))
+            if group.is_pending_member(mid):
+                group.remove(mid)
+                if group.is_in_state(GroupState.PREPARING_REBALANCE):
+                    self._execute(self._maybe_complete_join_phase(group))
+                expired.append(mid)
+            elif group.has_member(mid):
+                log.info("group %s: member %s session expired (forced)", group_id, mid)
+                self._execute(self._remove_member_and_update_group(group, group.member(mid)))
+                expired.append(mid)
+        return expired
+
+    def force_rebalance(self, group_id: str) -> bool:
+        """Start a rebalance of a Stable or CompletingRebalance group, as a new joiner would."""
+        group = self.groups.get(group_id)
+        if group is None or group.state not in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            return False
+        log.info("group %s: rebalance forced", group_id)
+        self._execute(self._prepare_rebalance(group))
+        return True
+
     # == SyncGroup ===============================================================================
 
     def sync_group(self, request: dict, respond: Respond) -> None:

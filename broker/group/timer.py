@@ -8,6 +8,11 @@ heartbeat" and "extend the initial rebalance delay" are expressed.
 ``AsyncioTimer`` backs the broker; ``MockTimer`` (with its ``FakeClock``) drives unit tests: ``advance(ms)``
 moves time forward and fires every expired timeout in deadline order, setting the clock to each deadline
 as it fires, so a test can assert what happens at exactly a timeout and not a millisecond earlier.
+
+In the running broker, coordinators take their timer from the broker-wide timer service
+(``broker.timers.scope(name)``, broker/clock.py) and their clock from ``broker`` (``now_ms``), so
+the control API's ``clock.advance`` fires their timeouts at once; ``AsyncioTimer`` remains for a
+broker object without a timer service.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ log = logging.getLogger("minikafka.http")
 
 
 def _broker_key():
-    from aiohttp import web
+    from .appkey import BROKER_KEY
 
-    return web.AppKey("broker", object)
+    return BROKER_KEY
 
 
 BROKER_KEY = None  # web.AppKey for the Broker; set on first use so aiohttp loads only when needed

@@ -79,7 +79,7 @@ class TxnService:
         self.loader: asyncio.Task | None = None
         crash_after = os.environ.get("MINIKAFKA_TXN_CRASH_AFTER")
         self._crash_after = crash_after
-        self._timer: AsyncioTimer | None = None
+        self._timer = None  # the broker's timer scope "txn" (or an AsyncioTimer without one)
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -90,7 +90,12 @@ class TxnService:
 
     def _activate(self, info) -> TransactionCoordinator:
         broker = self.broker
-        self._timer = AsyncioTimer(broker.loop, on_error=lambda exc: log.error("txn timer failed", exc_info=exc))
+        timers = getattr(broker, "timers", None)
+        if timers is not None:
+            # The broker's steerable clock: advancing it aborts timed-out transactions now.
+            self._timer = timers.scope("txn")
+        else:
+            self._timer = AsyncioTimer(broker.loop, on_error=lambda exc: log.error("txn timer failed", exc_info=exc))
         self.coordinator = TransactionCoordinator(
             info.num_partitions, lambda p: TxnLogAdapter(broker, p), self._timer, broker,
             broker.controller.producer_ids.next_id, self.write_markers,

@@ -98,6 +98,15 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
     help_text = subprocess.run([str(python), "-m", "minikafka", "serve", "--help"], env=env, check=True,
                                capture_output=True, text=True, timeout=60, cwd=tmp_path).stdout
     assert "message.max.bytes" in help_text
+    # The pytest plugin is registered by the wheel (pytest11 entry point) and its module ships.
+    import configparser
+
+    (dist_info,) = Path(site).glob("minikafka-*.dist-info")
+    entry_points = configparser.ConfigParser()
+    entry_points.read(dist_info / "entry_points.txt")
+    assert dict(entry_points["pytest11"]) == {"minikafka": "minikafka.pytest_plugin"}
+    assert (Path(site) / "minikafka" / "pytest_plugin.py").exists()
+    assert (Path(site) / "minikafka" / "embedded.py").exists()
 
 
 def test_the_editable_install_has_the_same_names(tmp_path):

@@ -1,0 +1,10 @@
+"""The aiohttp key under which routes find the broker.
+
+Created at module level on purpose: ``web.AppKey`` names itself after the module whose top-level
+code creates it, by walking the stack to a ``<module>`` frame, and finds none when it is first
+created on a thread (the embedded broker), which raises.
+"""
+
+from aiohttp import web
+
+BROKER_KEY = web.AppKey("broker", object)
