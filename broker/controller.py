@@ -324,6 +324,13 @@ class Controller:
         self._logs.tick(now_ms)
         self.producer_states.expire(self._log_start_offset, now_ms,
                                     self.config.get("producer.id.expiration.ms"))
+        self.producer_states.snapshot_rolled(self._existing_log)
+
+    def _existing_log(self, topic: str, partition: int):
+        info = self.topics.get(topic)
+        if info is None or partition >= info.num_partitions:
+            return None
+        return self._logs.get(topic, partition)
 
     def _log_start_offset(self, topic: str, partition: int) -> int | None:
         info = self.topics.get(topic)
@@ -346,6 +353,7 @@ class Controller:
 
     def close(self) -> None:
         try:
+            self.producer_states.snapshot_all(self._existing_log)
             self._logs.close()
         finally:
             self._metadata_log.close()
