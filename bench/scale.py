@@ -33,10 +33,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 
+import conftest  # noqa: E402
 from conftest import BrokerProcess, RawClient  # noqa: E402
 from minikafka.protocol.codec import decode_response, encode_request  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
+conftest.START_TIMEOUT_S = 600  # 10,000 partitions take longer than a test broker may
 
 
 def rss_mb(pid: int) -> float:

@@ -195,3 +195,44 @@ def test_next_epoch_wraps_to_one():
 async def test_consumer_fetch_before_version_7_bypasses_sessions(broker):
     resp = await FETCH(Ctx(broker, 1, 6), req(0, 0, ALL_T))
     assert resp["session_id"] == 0 and broker.fetch_sessions.sessions == {}
+
+
+async def test_incremental_long_poll_waits_on_every_session_partition(broker):
+    import asyncio
+
+    sid = (await FETCH(Ctx(broker, 1, 12), req(0, 0, ALL_T)))["session_id"]
+    await produce_to(broker, "t", 0)
+    # t-0 changed (its high watermark) but the client is caught up on it: no bytes, so the
+    # fetch waits; data on t-2, which had not changed, must end the wait.
+    body = req(sid, 1, [("t", [(0, 1)])])
+    body["max_wait_ms"] = 5000
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    task = asyncio.create_task(FETCH(Ctx(broker, 1, 12), body))
+    await asyncio.sleep(0.05)
+    assert not task.done()
+    await produce_to(broker, "t", 2)
+    resp = await asyncio.wait_for(task, 2)
+    assert loop.time() - t0 < 2
+    assert answered(resp) == [("t", 0), ("t", 2)]
+    # An idle session with nothing new waits the whole max_wait_ms and answers nothing.
+    body = req(sid, 2, [("t", [(2, 1)])])
+    body["max_wait_ms"] = 100
+    t0 = loop.time()
+    resp = await FETCH(Ctx(broker, 1, 12), body)
+    assert 0.09 <= loop.time() - t0 < 1 and resp["responses"] == []
+
+
+async def test_caught_up_partitions_are_not_read(broker, monkeypatch):
+    sid = (await FETCH(Ctx(broker, 1, 12), req(0, 0, ALL_T)))["session_id"]
+    await produce_to(broker, "t", 1)
+    read = []
+    real = fetch.read_partitions
+
+    def spy(b, body):
+        read.append([(t["topic"], p["partition"]) for t in body["topics"] for p in t["partitions"]])
+        return real(b, body)
+
+    monkeypatch.setattr(fetch, "read_partitions", spy)
+    resp = await FETCH(Ctx(broker, 1, 12), req(sid, 1))
+    assert answered(resp) == [("t", 1)] and read == [[("t", 1)]]
