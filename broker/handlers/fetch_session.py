@@ -282,6 +282,16 @@ class FetchSessionCache:
         return session
 
 
+# A throttled fetch (client quotas) is answered without its partitions, as Kafka does; the
+# quota code then calls response[UNDO_KEY]() so the session does not count them as sent.
+UNDO_KEY = "_fetch_session_undo"
+
+
+def _restore(before) -> None:
+    for cached, sent in before:
+        cached.sent = sent
+
+
 def _answers(response: dict, min_bytes: int) -> bool:
     """Whether a read completes a fetch at once: enough bytes, or a partition error."""
     total = 0
@@ -368,6 +378,7 @@ def with_sessions(handle_sessionless):
                 if cached is not None:
                     cached.must_respond(p)
             response["session_id"] = session.id
+            response[UNDO_KEY] = lambda: _restore([(c, _NOTHING_SENT) for c in session.partitions.values()])
             log.debug("fetch session %d created with %d partitions (client %s)", session.id, len(session),
                       getattr(ctx, "client_id", None))
             return response
@@ -406,10 +417,12 @@ def with_sessions(handle_sessionless):
         if session.epoch != expected:
             # Another request of this session was answered while this one waited.
             return _error(INVALID_FETCH_SESSION_EPOCH)
-        kept, moved = [], []
+        kept, moved, before = [], [], []
         for tk, topic, p in _iter_response(response, topic_key):
             key = (tk, p["partition_index"])
             cached = session.partitions.get(key)
+            if cached is not None:
+                before.append((cached, cached.sent))
             if cached is None or cached.must_respond(p):
                 kept.append((tk, topic, p))
                 if cached is not None:
@@ -417,6 +430,7 @@ def with_sessions(handle_sessionless):
         session.move_to_end(moved)
         response["responses"] = _regroup(kept, _template)
         response["session_id"] = session.id
+        response[UNDO_KEY] = lambda: _restore(before)
         cache.touch(session, cache.now_ms())
         if log.isEnabledFor(logging.DEBUG):
             log.debug("fetch session %d epoch %d: incremental, %d of %d partitions in the response",

@@ -236,3 +236,17 @@ async def test_caught_up_partitions_are_not_read(broker, monkeypatch):
     monkeypatch.setattr(fetch, "read_partitions", spy)
     resp = await FETCH(Ctx(broker, 1, 12), req(sid, 1))
     assert answered(resp) == [("t", 1)] and read == [[("t", 1)]]
+
+
+async def test_a_response_dropped_by_throttling_is_not_counted_as_sent(broker):
+    from minikafka.broker.handlers.fetch_session import UNDO_KEY
+
+    sid = (await FETCH(Ctx(broker, 1, 12), req(0, 0, ALL_T)))["session_id"]
+    await produce_to(broker, "t", 0)
+    resp = await FETCH(Ctx(broker, 1, 12), req(sid, 1, [("t", [(0, 1)])]))
+    assert answered(resp) == [("t", 0)]
+    resp[UNDO_KEY]()  # what the quota code does when it empties a throttled fetch
+    resp = await FETCH(Ctx(broker, 1, 12), req(sid, 2))
+    assert answered(resp) == [("t", 0)] and resp["responses"][0]["partitions"][0]["high_watermark"] == 1
+    resp = await FETCH(Ctx(broker, 1, 12), req(sid, 3))
+    assert resp["responses"] == []
