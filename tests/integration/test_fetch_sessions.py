@@ -1,8 +1,9 @@
-"""Incremental fetch sessions (KIP-227) with real clients: the Java consumer opens a session with
-a full fetch and then sends incremental fetches that the broker answers with only the changed
-partitions (seen in the broker's debug log), and Java consumers keep consuming when the session
-cache evicts their sessions.  librdkafka (2.x) does not implement fetch sessions: it always sends
-session epoch -1, which the broker answers as a sessionless full fetch."""
+"""Incremental fetch sessions (KIP-227) with real clients: the Java consumer and kafka-python
+(3.x) open a session with a full fetch and then send incremental fetches that the broker
+answers with only the changed partitions (seen in the broker's debug log), and Java consumers
+keep consuming when the session cache evicts their sessions.  librdkafka (2.x) does not
+implement fetch sessions: it always sends session epoch -1, which the broker answers as a
+sessionless full fetch."""
 
 import re
 import subprocess
@@ -159,5 +160,38 @@ def test_librdkafka_fetches_without_a_session(tmp_path):
         log = broker.read_log()
         assert "fetch without a session (epoch -1) from client rdk-sessions" in log
         assert not re.search(r"fetch session \d+ created", log)
+    finally:
+        broker.stop()
+
+
+def test_kafka_python_consumer_uses_incremental_fetch_sessions(tmp_path):
+    kafka = pytest.importorskip("kafka")
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    broker = BrokerProcess(tmp_path, {}, extra_args=("--log-level", "DEBUG"))
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        admin.create_topics([NewTopic("kp-sessions", PARTITIONS, 1)])
+        admin.close()
+        producer = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap)
+        consumer = kafka.KafkaConsumer(bootstrap_servers=broker.bootstrap, client_id="kp-sessions",
+                                       fetch_max_wait_ms=100, consumer_timeout_ms=200)
+        consumer.assign([kafka.TopicPartition("kp-sessions", p) for p in range(PARTITIONS)])
+        consumer.seek_to_beginning()
+        got = 0
+        for rnd in range(4):
+            for i in range(3):
+                producer.send("kp-sessions", value=b"r%d" % rnd, partition=(rnd * 3 + i) % PARTITIONS)
+            producer.flush(10)
+            deadline = time.monotonic() + 20
+            while got < (rnd + 1) * 3 and time.monotonic() < deadline:
+                got += sum(len(v) for v in consumer.poll(timeout_ms=200).values())
+            assert got == (rnd + 1) * 3
+        consumer.close()
+        producer.close()
+        log = broker.read_log()
+        assert re.search(rf"fetch session \d+ created with {PARTITIONS} partitions \(client kp-sessions\)", log)
+        incremental = incremental_lines(log)
+        assert len(incremental) >= 3 and all(n < total for _s, _e, n, total in incremental), log[-3000:]
     finally:
         broker.stop()
