@@ -107,6 +107,8 @@ class Controller:
             self._logs.delete_topic(name)
         for info in self.topics.values():
             self._logs.open_topic(info.name, info.num_partitions, self._log_configs(info))
+        if hasattr(self._logs, "__iter__"):
+            self.producer_states.discard_stale_snapshots(self._logs)
 
     @classmethod
     def open(cls, config: BrokerConfig, *, now_ms: Callable[[], int] | None = None) -> "Controller":

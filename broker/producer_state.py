@@ -249,6 +249,23 @@ class ProducerStateManager:
         if start:
             state.forget_before(plog.log_start_offset)
 
+    @staticmethod
+    def discard_stale_snapshots(logs) -> int:
+        """At start-up, before anything is appended: drop snapshots above each log's end (the
+        log lost its tail in a crash), which later appends would otherwise make look valid."""
+        dropped = 0
+        for plog in logs:
+            directory = getattr(plog, "directory", None)
+            if directory is None:
+                continue
+            try:
+                dropped += producer_snapshot.delete_above(directory, plog.log_end_offset)
+            except OSError as exc:
+                log.warning("could not check the producer snapshots of %s: %s", directory, exc)
+        if dropped:
+            log.warning("dropped %d producer snapshots beyond the end of their logs (crash recovery)", dropped)
+        return dropped
+
     def write_snapshot(self, topic: str, partition: int, plog) -> bool:
         """Snapshot a loaded partition's state at its log end offset (False if not loaded)."""
         state = self._partitions.get((topic, partition))

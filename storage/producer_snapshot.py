@@ -119,6 +119,18 @@ def latest_snapshot(directory: str, log_end_offset: int) -> tuple[int, list[dict
     return None
 
 
+def delete_above(directory: str, log_end_offset: int) -> int:
+    """Delete the snapshots above ``log_end_offset``; how many went.
+
+    Run when a log is opened: after a crash lost the log's tail, a snapshot above the new end
+    describes batches that no longer exist, and once new batches pass its offset it would look
+    valid.  (Kafka truncates its snapshots with the log for the same reason.)"""
+    doomed = [o for o in list_snapshots(directory) if o > log_end_offset]
+    for offset in doomed:
+        _unlink(snapshot_path(directory, offset))
+    return len(doomed)
+
+
 def _unlink(path: str) -> None:
     try:
         os.unlink(path)

@@ -81,3 +81,19 @@ def test_an_unusable_snapshot_falls_back_to_the_whole_log(tmp_path):
     got = states(ProducerStateManager(), plog)
     assert list(got) == [1] and got[1][1][-1].last_seq == 3
     plog.close()
+
+
+def test_snapshots_beyond_a_log_that_lost_its_tail_are_dropped_at_start(tmp_path):
+    d = str(tmp_path / "t-0")
+    plog = PartitionLog(d)
+    append(plog, 1, 0, 0)
+    producer_snapshot.write_snapshot(d, 2, [{"producer_id": 1, "epoch": 0, "batches": [[0, 1, 0, 1, 1000]]}])
+    producer_snapshot.write_snapshot(d, 40, [{"producer_id": 9, "epoch": 0}])  # the log lost offsets 2-39
+    assert ProducerStateManager.discard_stale_snapshots([plog]) == 1
+    assert producer_snapshot.list_snapshots(d) == [2]
+    # Appends after the crash pass offset 40: the dropped snapshot cannot come back into use.
+    for seq in range(2, 60, 2):
+        append(plog, 1, 0, seq)
+    got = states(ProducerStateManager(), plog)
+    assert list(got) == [1]
+    plog.close()
