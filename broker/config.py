@@ -193,6 +193,10 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
     _s("telemetry.max.bytes", "int", 1048576, "Largest metrics payload a client may push."),
     _s("max.request.partition.size.limit", "int", 2000,
        "Most partitions in one DescribeTopicPartitions response (the request may ask for fewer)."),
+    # issue 14: incremental fetch sessions (KIP-227)
+    _s("max.incremental.fetch.session.cache.slots", "int", 1000, "Most incremental fetch sessions kept."),
+    _s("fetch.session.eviction.ms", "long", 120000,
+       "minikafka: a fetch session unused this long may be evicted for a new one (Kafka fixes 120000)."),
 )}
 
 # Topic-level settings: (type, broker synonym supplying the default).  Values are stored as

@@ -107,6 +107,8 @@ class Controller:
             self._logs.delete_topic(name)
         for info in self.topics.values():
             self._logs.open_topic(info.name, info.num_partitions, self._log_configs(info))
+        if hasattr(self._logs, "__iter__"):
+            self.producer_states.discard_stale_snapshots(self._logs)
 
     @classmethod
     def open(cls, config: BrokerConfig, *, now_ms: Callable[[], int] | None = None) -> "Controller":
@@ -359,6 +361,13 @@ class Controller:
         self._logs.tick(now_ms)
         self.producer_states.expire(self._log_start_offset, now_ms,
                                     self.config.get("producer.id.expiration.ms"))
+        self.producer_states.snapshot_rolled(self._existing_log)
+
+    def _existing_log(self, topic: str, partition: int):
+        info = self.topics.get(topic)
+        if info is None or partition >= info.num_partitions:
+            return None
+        return self._logs.get(topic, partition)
 
     def _log_start_offset(self, topic: str, partition: int) -> int | None:
         info = self.topics.get(topic)
@@ -381,6 +390,7 @@ class Controller:
 
     def close(self) -> None:
         try:
+            self.producer_states.snapshot_all(self._existing_log)
             self._logs.close()
         finally:
             self._metadata_log.close()

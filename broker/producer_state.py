@@ -13,8 +13,11 @@ Facts from Kafka 3.9 (``ProducerStateManager``, ``ProducerAppendInfo``, ``Unifie
   OUT_OF_ORDER_SEQUENCE_NUMBER.  When the partition knows nothing about the producer (never seen,
   or its batches were removed by retention or DeleteRecords) any sequence is accepted: since
   KIP-360 Kafka no longer answers UNKNOWN_PRODUCER_ID here.
-* State survives a restart: it is rebuilt from the batch headers in the log
-  (``PartitionLog.iter_batches``), lazily on the first produce to a partition so start-up stays fast.
+* State survives a restart: it is rebuilt lazily on the first idempotent produce to a
+  partition, from the latest producer snapshot (``storage.producer_snapshot``) plus the batch
+  headers after it (``PartitionLog.iter_batches``), or from the whole log without a snapshot.
+  As Kafka does, a snapshot is written when the partition's log rolls a segment (checked by the
+  maintenance tick) and on clean shutdown, for each partition whose state was loaded.
 
 Producer ids are handed out from blocks whose upper bound is persisted before any id of the
 block is used, so an id is never reused across restarts (Kafka's ProducerIdsRecord idea).
@@ -22,9 +25,14 @@ block is used, so an id is never reused across restarts (Kafka's ProducerIdsReco
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple
+
+from minikafka.storage import producer_snapshot
+
+log = logging.getLogger("minikafka.producer_state")
 
 NUM_BATCHES_TO_RETAIN = 5
 INT32_MAX = 2147483647
@@ -88,6 +96,7 @@ class PartitionProducerState:
 
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
+        self.snapshot_offset = -1  # offset of the last snapshot read or written (-1: none)
 
     def check(self, producer_id: int, epoch: int, base_sequence: int, last_offset_delta: int,
               *, is_transactional: bool = False) -> Check:
@@ -154,6 +163,32 @@ class PartitionProducerState:
             self.record(header.producer_id, header.producer_epoch, header.base_sequence,
                         header.last_offset_delta, header.base_offset, header.max_timestamp)
 
+    # -- snapshots ---------------------------------------------------------------------------
+    # One dict per producer (storage.producer_snapshot's extension point): a feature with more
+    # per-producer state adds keys in entry_to_dict and reads them (with a default) in
+    # entry_from_dict; older files simply lack the key.
+
+    @staticmethod
+    def entry_to_dict(entry: ProducerEntry) -> dict:
+        return {"producer_id": entry.producer_id, "epoch": entry.epoch, "last_timestamp": entry.last_timestamp,
+                "batches": [list(b) for b in entry.batches]}
+
+    @staticmethod
+    def entry_from_dict(d: dict) -> ProducerEntry:
+        entry = ProducerEntry(int(d["producer_id"]), int(d.get("epoch", NO_PRODUCER_EPOCH)))
+        entry.last_timestamp = int(d.get("last_timestamp", -1))
+        for b in d.get("batches") or ():
+            entry.batches.append(BatchMetadata(*(int(x) for x in b)))
+        return entry
+
+    def to_snapshot(self) -> list[dict]:
+        return [self.entry_to_dict(e) for e in self.producers.values()]
+
+    def load_snapshot(self, producers: list[dict]) -> None:
+        for d in producers:
+            entry = self.entry_from_dict(d)
+            self.producers[entry.producer_id] = entry
+
     def forget_before(self, log_start_offset: int) -> None:
         """Retention or DeleteRecords removed offsets below ``log_start_offset``."""
         for pid in [pid for pid, e in self.producers.items()
@@ -196,9 +231,92 @@ class ProducerStateManager:
         if state is None:
             state = PartitionProducerState()
             if log is not None:
-                state.rebuild(header for _, header in _iter_headers(log))
+                self._load(state, log, topic, partition)
             self._partitions[key] = state
         return state
+
+    @staticmethod
+    def _load(state: PartitionProducerState, plog, topic: str, partition: int) -> None:
+        directory = getattr(plog, "directory", None)
+        start = 0
+        if directory is not None:
+            try:
+                found = producer_snapshot.latest_snapshot(directory, plog.log_end_offset)
+            except OSError as exc:
+                log.warning("producer snapshots of %s-%d unreadable (%s): replaying the log", topic, partition, exc)
+                found = None
+            if found is not None:
+                start, producers = found
+                try:
+                    state.load_snapshot(producers)
+                    state.snapshot_offset = start
+                except (KeyError, TypeError, ValueError) as exc:
+                    log.warning("producer snapshot %d of %s-%d unusable (%s): replaying the log",
+                                start, topic, partition, exc)
+                    state.producers.clear()
+                    start = 0
+        state.rebuild(header for header, _ in plog.iter_batches(start))
+        if start:
+            state.forget_before(plog.log_start_offset)
+
+    @staticmethod
+    def discard_stale_snapshots(logs) -> int:
+        """At start-up, before anything is appended: drop snapshots above each log's end (the
+        log lost its tail in a crash), which later appends would otherwise make look valid."""
+        dropped = 0
+        for plog in logs:
+            directory = getattr(plog, "directory", None)
+            if directory is None:
+                continue
+            try:
+                dropped += producer_snapshot.delete_above(directory, plog.log_end_offset)
+            except OSError as exc:
+                log.warning("could not check the producer snapshots of %s: %s", directory, exc)
+        if dropped:
+            log.warning("dropped %d producer snapshots beyond the end of their logs (crash recovery)", dropped)
+        return dropped
+
+    def write_snapshot(self, topic: str, partition: int, plog) -> bool:
+        """Snapshot a loaded partition's state at its log end offset (False if not loaded)."""
+        state = self._partitions.get((topic, partition))
+        directory = getattr(plog, "directory", None)
+        if state is None or directory is None:
+            return False
+        offset = plog.log_end_offset
+        if offset == state.snapshot_offset:
+            return False
+        producer_snapshot.write_snapshot(directory, offset, state.to_snapshot())
+        state.snapshot_offset = offset
+        return True
+
+    def snapshot_rolled(self, get_log: Callable[[str, int], object]) -> int:
+        """Snapshot each loaded partition whose log rolled a segment since its last snapshot
+        (Kafka snapshots on roll), so a crash replays at most about one segment."""
+        written = 0
+        for (topic, partition), state in list(self._partitions.items()):
+            plog = get_log(topic, partition)
+            active = getattr(plog, "active", None) if plog is not None else None
+            if active is not None and active.base_offset > state.snapshot_offset:
+                written += self._snapshot_quietly(topic, partition, plog)
+        return written
+
+    def snapshot_all(self, get_log: Callable[[str, int], object]) -> int:
+        """Clean shutdown: snapshot every loaded partition.  Partitions whose state was never
+        loaded in this run keep their older snapshot, which stays valid (replay covers the rest)."""
+        written = 0
+        for topic, partition in list(self._partitions):
+            plog = get_log(topic, partition)
+            if plog is not None:
+                written += self._snapshot_quietly(topic, partition, plog)
+        return written
+
+    def _snapshot_quietly(self, topic: str, partition: int, plog) -> int:
+        try:
+            return int(self.write_snapshot(topic, partition, plog))
+        except OSError as exc:
+            # Only an optimisation: the next start replays more of the log instead.
+            log.warning("could not write the producer snapshot of %s-%d: %s", topic, partition, exc)
+            return 0
 
     def expire(self, log_start_offset: Callable[[str, int], int | None], now_ms: int,
                expiration_ms: int) -> int:

@@ -243,6 +243,9 @@ class ClientQuotas:
         if api == FETCH and response is not None:
             # Kafka answers a throttled fetch with no data, and does not count the data it dropped.
             self.unrecord(CONSUMER_BYTE_RATE, user, client_id, fetched, now)
+            undo = response.get("_fetch_session_undo")  # fetch_session.UNDO_KEY: unsent stays unsent
+            if undo is not None:
+                undo()
             response = {"throttle_time_ms": throttle, "error_code": 0,
                         "session_id": response.get("session_id", 0), "responses": []}
         elif isinstance(response, dict) and "throttle_time_ms" in response:

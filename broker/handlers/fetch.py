@@ -20,9 +20,8 @@ Behaviour:
   transactions), read_uncommitted ones null, as Kafka does.
 - The record bytes are memoryviews into the log's mapped segments, handed to the codec as a
   list of chunks for ``transport.writelines``: never copied into Python objects.
-- Fetch sessions: a single-node broker may decline them, so every response carries
-  session_id 0 (no session) and clients keep sending full requests.  A request naming a
-  session (incremental epoch) gets FETCH_SESSION_ID_NOT_FOUND.
+- Fetch sessions (KIP-227) live in ``fetch_session``, which wraps this handler: what reaches
+  ``handle_fetch`` is always sessionless (it still refuses a session it is handed directly).
 - Single leader epoch 0: current_leader_epoch above it gives UNKNOWN_LEADER_EPOCH, below it
   (other than -1) FENCED_LEADER_EPOCH.  Diverging-epoch detection is not needed and not done.
 - Follower fetches (replica_id >= 0) are not supported: there are no followers.
@@ -161,6 +160,7 @@ def _wake(fut: asyncio.Future) -> None:
 
 
 def register(registry, broker) -> None:
+    from .fetch_session import with_sessions
     from .fetch_topic_ids import by_topic_id
 
-    registry.register(API_KEY, 4, 17, by_topic_id(handle_fetch))
+    registry.register(API_KEY, 4, 17, with_sessions(by_topic_id(handle_fetch)))
