@@ -9,7 +9,8 @@ controller): every change is appended to storage's metadata log first and then a
 * ``{"type": "partitions", "name", "num_partitions"}`` (CreatePartitions);
 * ``{"type": "topic_configs", "name", "configs"}`` (the full override map after a change);
 * ``{"type": "remove_topic", "name"}``;
-* ``{"type": "producer_ids", "next": int}`` (ids below ``next`` are reserved; see producer_state).
+* ``{"type": "producer_ids", "next": int}`` (ids below ``next`` are reserved; see producer_state);
+* SCRAM credentials and ACLs: see broker/security/store.py.
 
 Partition data lives in storage's LogManager, one PartitionLog per (topic, partition).
 Topic names follow Kafka's rules (``Topic.validate``): 1..249 characters of ``[a-zA-Z0-9._-]``,
@@ -87,6 +88,11 @@ class Controller:
         self._next_producer_id = 0
         self._metadata_log = metadata_log
         self._logs = log_manager
+        from .security.store import SecurityStore
+
+        # SCRAM credentials and ACLs (issue 12) live in the same log; the store applies them.
+        self.security = SecurityStore(self._commit)
+        self.scram_credentials = self.security.scram_credentials
         for record in metadata_log.records():
             self._apply(record)
         if self.cluster_id is None:
@@ -136,6 +142,8 @@ class Controller:
                 self._by_id.pop(info.topic_id, None)
         elif kind == "producer_ids":
             self._next_producer_id = max(self._next_producer_id, int(record["next"]))
+        elif self.security.apply(record):
+            pass
         else:
             log.warning("ignoring unknown metadata record %r", record)
 

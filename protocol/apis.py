@@ -55,6 +55,8 @@ SERVE: dict[int, tuple[int, int]] = {
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
     44: (0, 1),  # IncrementalAlterConfigs
+    50: (0, 0),  # DescribeUserScramCredentials
+    51: (0, 0),  # AlterUserScramCredentials
     47: (0, 0),  # OffsetDelete
     60: (0, 1),  # DescribeCluster
     61: (0, 0),  # DescribeProducers (later)

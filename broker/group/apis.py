@@ -29,6 +29,8 @@ it never blocks the event loop or other connections; the connection keeps respon
 
 from __future__ import annotations
 
+from minikafka.broker.security.listeners import endpoint_for
+
 import asyncio
 import logging
 import time
@@ -73,7 +75,7 @@ def _client_host(ctx) -> str:
 async def find_coordinator(ctx, body: dict) -> dict:
     key_type = body.get("key_type", 0)
     keys = (body.get("coordinator_keys") or []) if ctx.api_version >= 4 else [body.get("key", "")]
-    host, port = ctx.broker.config.advertised
+    host, port = endpoint_for(ctx)  # the listener the client came in on
     node_id = ctx.broker.config.node_id
     results = []
     for key in keys:

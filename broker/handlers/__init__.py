@@ -18,4 +18,6 @@ HANDLER_MODULES: list[str] = [
     "minikafka.broker.handlers.admin_configs",
     "minikafka.broker.handlers.admin_cluster",
     "minikafka.broker.group.apis",
+    "minikafka.broker.handlers.sasl",
+    "minikafka.broker.handlers.scram_credentials",
 ]

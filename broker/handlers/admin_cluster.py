@@ -11,6 +11,8 @@ v2 (``include_fenced_brokers``, ``is_fenced``) is not served.
 
 from __future__ import annotations
 
+from minikafka.broker.security.listeners import endpoint_for
+
 from minikafka.protocol.errors import ErrorCode
 
 DESCRIBE_CLUSTER = 60
@@ -50,7 +52,7 @@ async def describe_cluster(ctx, body: dict) -> dict:
         response.update(error_code=int(code), error_message="The request was sent to an endpoint of type "
                         "BROKER, but we wanted an endpoint of type CONTROLLER")
         return response
-    host, port = advertised_endpoint(broker)
+    host, port = endpoint_for(ctx) if getattr(ctx, "connection", None) is not None else advertised_endpoint(broker)
     node_id = controller.node_id
     response.update(controller_id=node_id,
                     brokers=[{"broker_id": node_id, "host": host, "port": port, "rack": None,

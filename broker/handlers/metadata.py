@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import uuid
 
+from minikafka.broker.security.listeners import endpoint_for
 from minikafka.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("minikafka.metadata")
@@ -42,8 +43,9 @@ TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12, 13, 14))
 
 
-def broker_entry(broker) -> dict:
-    host, port = broker.config.advertised
+def broker_entry(broker, ctx=None) -> dict:
+    # The address of the listener the request came in on (Kafka answers per listener).
+    host, port = endpoint_for(ctx) if ctx is not None else broker.config.advertised
     return {"node_id": broker.config.node_id, "host": host, "port": port, "rack": None}
 
 
@@ -65,7 +67,7 @@ def error_entry(name, topic_id, code: int) -> dict:
             "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_NOT_REQUESTED}
 
 
-def build_metadata(broker, version: int, body: dict, client_id=None) -> dict:
+def build_metadata(broker, version: int, body: dict, client_id=None, ctx=None) -> dict:
     controller = broker.controller
     requested = body.get("topics")
     include_ops = bool(body.get("include_topic_authorized_operations"))
@@ -110,7 +112,7 @@ def build_metadata(broker, version: int, body: dict, client_id=None) -> dict:
                 topics.append(topic_entry(broker, info, include_ops))
     return {
         "throttle_time_ms": 0,
-        "brokers": [broker_entry(broker)],
+        "brokers": [broker_entry(broker, ctx)],
         "cluster_id": controller.cluster_id,
         "controller_id": broker.config.node_id,
         "topics": topics,
@@ -121,6 +123,6 @@ def build_metadata(broker, version: int, body: dict, client_id=None) -> dict:
 
 def register(registry, broker) -> None:
     async def handle_metadata(ctx, body: dict) -> dict:
-        return build_metadata(ctx.broker, ctx.api_version, body, ctx.client_id)
+        return build_metadata(ctx.broker, ctx.api_version, body, ctx.client_id, ctx)
 
     registry.register(API_KEY, 0, 12, handle_metadata)
