@@ -29,6 +29,7 @@ it never blocks the event loop or other connections; the connection keeps respon
 
 from __future__ import annotations
 
+from minikafka.broker.security import authorizer as az
 from minikafka.broker.security.listeners import endpoint_for
 
 import asyncio
@@ -57,8 +58,11 @@ def _coordinator(ctx) -> Optional[GroupCoordinator]:
     return getattr(ctx.broker, "group_coordinator", None)
 
 
-def _check(ctx, group_id: str):
-    """(shard, ErrorCode) for a group: the error covers a missing/idle coordinator and loading."""
+def _check(ctx, group_id: str, operation: int = az.READ):
+    """(shard, ErrorCode) for a group: the error covers authorization (``operation`` on the
+    group, Kafka's GROUP_AUTHORIZATION_FAILED), a missing/idle coordinator and loading."""
+    if not az.authorize(ctx, operation, az.GROUP, group_id):
+        return None, ErrorCode.GROUP_AUTHORIZATION_FAILED
     coord = _coordinator(ctx)
     if coord is None:
         return None, ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -79,7 +83,11 @@ async def find_coordinator(ctx, body: dict) -> dict:
     node_id = ctx.broker.config.node_id
     results = []
     for key in keys:
-        if key_type == 0:
+        if key_type == 0 and not az.authorize(ctx, az.DESCRIBE, az.GROUP, key):
+            error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        elif key_type == 1 and not az.authorize(ctx, az.DESCRIBE, az.TRANSACTIONAL_ID, key):
+            error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif key_type == 0:
             coord = ensure_coordinator(ctx.broker)
             error = ErrorCode.NONE if coord is not None and coord.active else ErrorCode.COORDINATOR_NOT_AVAILABLE
         elif key_type == 1:
@@ -210,6 +218,10 @@ async def offset_commit(ctx, body: dict) -> dict:
     errors: dict[tuple[str, int], ErrorCode] = {}
     known_topics = []
     for t in topics:
+        if not az.authorize(ctx, az.READ, az.TOPIC, t["name"]):
+            for p in t["partitions"]:
+                errors[(t["name"], p["partition_index"])] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            continue
         known = [p for p in t["partitions"] if _partition_exists(ctx, t["name"], p["partition_index"])]
         for p in t["partitions"]:
             if p not in known:
@@ -240,7 +252,7 @@ async def txn_offset_commit(ctx, body: dict) -> dict:
 
 
 def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> dict:
-    shard, error = _check(ctx, group_id) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+    shard, error = _check(ctx, group_id, az.DESCRIBE) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
     if shard is None:
         return {"group_id": group_id, "error_code": error, "topics": [
             {"name": t["name"], "partitions": [
@@ -262,7 +274,7 @@ async def offset_delete(ctx, body: dict) -> dict:
     group_id = body["group_id"]
     if not group_id:
         return {"error_code": ErrorCode.INVALID_GROUP_ID, "throttle_time_ms": 0, "topics": []}
-    shard, error = _check(ctx, group_id)
+    shard, error = _check(ctx, group_id, az.DELETE)
     if shard is None:
         return {"error_code": error, "throttle_time_ms": 0, "topics": []}
     topics = body.get("topics") or []
@@ -289,7 +301,7 @@ async def describe_groups(ctx, body: dict) -> dict:
                   else NOT_REQUESTED_OPERATIONS)
     out = []
     for group_id in body.get("groups") or []:
-        shard, error = _check(ctx, group_id) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+        shard, error = _check(ctx, group_id, az.DESCRIBE) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
         if shard is None:
             described = {"error_code": error, "group_id": group_id, "group_state": "", "protocol_type": "",
                          "protocol_data": "", "members": []}
@@ -322,7 +334,7 @@ async def list_groups(ctx, body: dict) -> dict:
 async def delete_groups(ctx, body: dict) -> dict:
     results = []
     for group_id in body.get("groups_names") or []:
-        shard, error = _check(ctx, group_id) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+        shard, error = _check(ctx, group_id, az.DELETE) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
         if shard is not None:
             error = shard.delete_group(group_id)
         results.append({"group_id": group_id, "error_code": error})

@@ -20,4 +20,5 @@ HANDLER_MODULES: list[str] = [
     "minikafka.broker.group.apis",
     "minikafka.broker.handlers.sasl",
     "minikafka.broker.handlers.scram_credentials",
+    "minikafka.broker.handlers.acls",
 ]

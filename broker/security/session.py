@@ -50,7 +50,9 @@ class Security:
         self.config = broker.config
         self.listeners = listeners
         self.scram_lookup = self._scram_lookup
-        self.authorizer = None
+        from .authorizer import build
+
+        self.authorizer = build(broker)
         for item in listeners:
             if item.uses_sasl:
                 mechanisms = self.mechanisms(item)

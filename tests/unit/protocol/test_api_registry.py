@@ -16,7 +16,8 @@ def test_serve_column():
         32: (1, 4), 33: (0, 2), 35: (1, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2), 44: (0, 1), 47: (0, 0),
         60: (0, 1), 61: (0, 0), 65: (0, 0), 66: (0, 1),
     }
-    expected.update({50: (0, 0), 51: (0, 0)})  # SCRAM credential admin APIs (issue 12)
+    # ACL and SCRAM credential admin APIs (issue 12)
+    expected.update({29: (1, 3), 30: (1, 3), 31: (1, 3), 50: (0, 0), 51: (0, 0)})
     assert SERVE == expected
 
 
