@@ -419,3 +419,44 @@ def test_scram_credentials_admin_errors(secure_broker):
         by_user = {r["user"]: r for r in described["results"]}
         assert by_user["nobody"]["error_code"] == 91
         assert sorted(c["mechanism"] for c in by_user["bob"]["credential_infos"]) == [1, 2]
+
+
+# -- session lifetime and re-authentication (KIP-368) ----------------------------------------
+
+
+def _unsecured_jwt(sub: str, lifetime_s: float) -> bytes:
+    import base64
+    import json
+
+    def enc(d):
+        return base64.urlsafe_b64encode(json.dumps(d).encode()).rstrip(b"=").decode()
+
+    now = time.time()
+    token = f"{enc({'alg': 'none'})}.{enc({'sub': sub, 'iat': int(now), 'exp': now + lifetime_s})}."
+    return f"n,,\x01auth=Bearer {token}\x01\x01".encode()
+
+
+def test_session_lifetime_and_reauthentication(secure_broker):
+    port = secure_broker.ports["SASL_PLAINTEXT"]
+    with RawClient(port) as raw:
+        assert _sasl(raw, "PLAIN")["error_code"] == 0
+        reply = raw.request(36, 1, {"auth_bytes": b"\0alice\0alice-secret"})
+        assert reply["error_code"] == 0
+        assert reply["session_lifetime_ms"] == 600000  # connections.max.reauth.ms
+        # Re-authentication on the same connection, same mechanism and principal.
+        assert _sasl(raw, "PLAIN")["error_code"] == 0
+        assert raw.request(36, 1, {"auth_bytes": b"\0alice\0alice-secret"})["error_code"] == 0
+        assert raw.request(3, 1, {"topics": []})["brokers"][0]["port"] == port
+    with RawClient(port) as raw:
+        # An OAUTHBEARER token expiring in 1.5 s bounds the session below the configured 10 min.
+        assert _sasl(raw, "OAUTHBEARER")["error_code"] == 0
+        reply = raw.request(36, 1, {"auth_bytes": _unsecured_jwt("dave", 1.5)})
+        assert reply["error_code"] == 0
+        assert 0 < reply["session_lifetime_ms"] <= 1500
+        assert raw.request(3, 1, {"topics": []})["brokers"]
+        time.sleep(reply["session_lifetime_ms"] / 1000 + 0.2)  # bounded: the token's own lifetime
+        _, data = raw.encode(3, 1, {"topics": []})
+        raw.send_bytes(data)
+        assert raw.is_closed_by_peer()
+    _wait_log(secure_broker, r"SASL session expired without re-authentication")
+    assert _serving(secure_broker)
