@@ -354,6 +354,9 @@ async def create_partitions(ctx, body: dict) -> dict:
         if duplicated:
             result.update(error_code=int(ErrorCode.INVALID_REQUEST), error_message="Duplicate topic name.")
             continue
+        if not az.authorize(ctx, az.ALTER, az.TOPIC, name):
+            result.update(error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), error_message="Authorization failed.")
+            continue
         try:
             _plan_partitions(controller, topic)
             await _maybe_await(controller.create_partitions(name, topic["count"], validate_only=validate_only))
@@ -403,7 +406,12 @@ async def delete_records(ctx, body: dict) -> dict:
     topics = []
     for topic in body.get("topics") or ():
         partitions = []
+        allowed = az.authorize(ctx, az.DELETE, az.TOPIC, topic["name"])
         for part in topic.get("partitions") or ():
+            if not allowed:
+                partitions.append({"partition_index": part["partition_index"], "low_watermark": -1,
+                                   "error_code": int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)})
+                continue
             code, low = await _delete_partition(broker, topic["name"], part["partition_index"], part["offset"])
             partitions.append({"partition_index": part["partition_index"], "low_watermark": low,
                                "error_code": int(code)})

@@ -6,11 +6,13 @@ salted password itself is not kept.  Errors as Kafka's ``ControllerApis`` / ``Sc
 UNSUPPORTED_SASL_MECHANISM for an unknown mechanism, UNACCEPTABLE_CREDENTIAL for an empty name,
 iterations outside 4096..16384 or an empty salt/salted password, RESOURCE_NOT_FOUND for deleting
 or describing what does not exist, DUPLICATE_RESOURCE for a user named twice in one request.
-Authorization (once an authorizer is configured) is not checked here yet.
+With an authorizer: DESCRIBE (Describe) or ALTER (Alter) on the cluster, else
+CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
+from minikafka.broker.security import authorizer as az
 from minikafka.broker.security.scram import BY_TYPE, MAX_ITERATIONS, MIN_ITERATIONS, credential_from_salted
 
 DESCRIBE, ALTER = 50, 51
@@ -19,6 +21,9 @@ UNSUPPORTED_SASL_MECHANISM = 33
 
 
 async def describe(ctx, body: dict) -> dict:
+    if not az.authorize(ctx, az.DESCRIBE, az.CLUSTER):
+        return {"throttle_time_ms": 0, "error_code": 31, "error_message": "Cluster authorization failed.",
+                "results": []}
     store = ctx.broker.controller.security
     by_user: dict[str, list] = {}
     for (name, mech), cred in sorted(store.scram_credentials.items()):
@@ -51,6 +56,10 @@ async def alter(ctx, body: dict) -> dict:
     deletions = body.get("deletions") or []
     upsertions = body.get("upsertions") or []
     names = [d.get("name") for d in deletions] + [u.get("name") for u in upsertions]
+    if not az.authorize(ctx, az.ALTER, az.CLUSTER):
+        return {"throttle_time_ms": 0, "results": [
+            {"user": n, "error_code": 31, "error_message": "Cluster authorization failed."}
+            for n in dict.fromkeys(names)]}
     seen: dict[tuple[str, int], int] = {}
     for item in deletions + upsertions:
         key = (item.get("name"), item.get("mechanism"))

@@ -223,6 +223,14 @@ def test_admin_operations_need_create_and_delete(acl_broker):
             "resource_type": 2, "resource_name": "x", "resource_pattern_type": 3, "principal": "User:a",
             "host": "*", "operation": 3, "permission_type": 3}]})
         assert reply["results"][0]["error_code"] == 31  # CreateAcls needs ALTER on the cluster
+        offsets = raw.request(2, 5, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": "app-orders", "partitions": [{"partition_index": 0, "current_leader_epoch": -1,
+                                                   "timestamp": -1}]}]})
+        assert offsets["topics"][0]["partitions"][0]["error_code"] == 29  # ListOffsets: DESCRIBE
+        epochs = raw.request(23, 3, {"replica_id": -1, "topics": [{"topic": "app-orders", "partitions": [
+            {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]})
+        assert epochs["topics"][0]["partitions"][0]["error_code"] == 29
+        assert raw.request(50, 0, {"users": None})["error_code"] == 31  # SCRAM admin: cluster
 
 
 def test_java_client_sees_authorization_exception(acl_broker, tmp_path):
