@@ -307,7 +307,11 @@ async def describe_groups(ctx, body: dict) -> dict:
                          "protocol_data": "", "members": []}
         else:
             described = shard.describe_group(group_id)
-        described["authorized_operations"] = operations
+        if operations != NOT_REQUESTED_OPERATIONS and az.enabled(ctx.broker):
+            operations_here = az.authorized_operations(ctx, az.GROUP, group_id)
+        else:
+            operations_here = operations
+        described["authorized_operations"] = operations_here
         out.append(described)
     return {"throttle_time_ms": 0, "groups": out}
 
@@ -328,6 +332,9 @@ async def list_groups(ctx, body: dict) -> dict:
             error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
             continue
         groups.extend(shard.list_groups(states, types))
+    if not az.authorize(ctx, az.DESCRIBE, az.CLUSTER):
+        # Kafka lists only the groups the principal may DESCRIBE without DESCRIBE on the cluster.
+        groups = [g for g in groups if az.authorize(ctx, az.DESCRIBE, az.GROUP, g["group_id"])]
     return {"throttle_time_ms": 0, "error_code": error, "groups": groups}
 
 

@@ -11,6 +11,7 @@ v2 (``include_fenced_brokers``, ``is_fenced``) is not served.
 
 from __future__ import annotations
 
+from minikafka.broker.security import authorizer as az
 from minikafka.broker.security.listeners import endpoint_for
 
 from minikafka.protocol.errors import ErrorCode
@@ -58,7 +59,8 @@ async def describe_cluster(ctx, body: dict) -> dict:
                     brokers=[{"broker_id": node_id, "host": host, "port": port, "rack": None,
                               "is_fenced": False}])
     if body.get("include_cluster_authorized_operations"):
-        response["cluster_authorized_operations"] = CLUSTER_OPERATIONS
+        response["cluster_authorized_operations"] = (az.authorized_operations(ctx, az.CLUSTER)
+                                                     if az.enabled(broker) else CLUSTER_OPERATIONS)
     return response
 
 

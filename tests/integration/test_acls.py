@@ -274,3 +274,43 @@ def test_acls_survive_a_restart(acl_broker):
         assert len(admin.describe_acls(everything)[0]) == 5
     finally:
         admin.close()
+
+
+def test_configs_and_group_listing_are_authorized(acl_broker):
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    with RawClient(acl_broker.ports["PLAINTEXT"]) as raw:  # User:ANONYMOUS
+        reply = raw.request(32, 1, {"resources": [
+            {"resource_type": 2, "resource_name": "app-orders", "configuration_keys": None},
+            {"resource_type": 4, "resource_name": "1", "configuration_keys": None}],
+            "include_synonyms": False})
+        assert [r["error_code"] for r in reply["results"]] == [29, 31]
+        altered = raw.request(44, 0, {"resources": [{"resource_type": 2, "resource_name": "app-orders", "configs": [
+            {"name": "retention.ms", "config_operation": 0, "value": "1000"}]}], "validate_only": True})
+        assert altered["responses"][0]["error_code"] == 29
+        assert raw.request(16, 0, {})["groups"] == []
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer("app-orders", bootstrap_servers=_bootstrap(acl_broker), group_id="admin-g",
+                             auto_offset_reset="earliest", consumer_timeout_ms=8000, **_security("admin"))
+    try:
+        next(iter(consumer))
+        consumer.commit()
+    finally:
+        consumer.close()
+    admin = _admin(acl_broker)
+    try:
+        all_groups = admin.list_groups()
+    finally:
+        admin.close()
+    admin = _admin(acl_broker, "alice")
+    try:
+        # Without DESCRIBE on the cluster alice sees only her groups (READ implies DESCRIBE).
+        mine = admin.list_groups()
+        described = admin.describe_groups(["alice-g1"], include_authorized_operations=True)
+    finally:
+        admin.close()
+    names = lambda groups: sorted(str(g) for g in groups)  # noqa: E731
+    assert "admin-g" in repr(all_groups) and "alice-g1" in repr(all_groups)
+    assert "alice-g1" in repr(mine) and "admin-g" not in repr(mine), (names(mine), names(all_groups))
+    assert "alice-g1" in repr(described)
