@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a single-node Kafka broker that real Kafka clients use unchanged.",
         epilog=_EPILOG + _settings_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_serve_arguments(serve)
+    from .security.cli import add_parsers as add_security_parsers  # certs, users (issue 12)
+    add_security_parsers(sub)
     return parser
 
 
@@ -157,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["serve"]  # `python -m minikafka` with no arguments serves with defaults
     parser = build_parser()
     args = parser.parse_args(argv)
+    from .security.cli import run as run_security_command
+    if (code := run_security_command(args)) is not None:
+        return code
     if args.command != "serve":
         parser.print_help()
         return 2

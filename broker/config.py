@@ -91,8 +91,9 @@ def _s(name, type_, default, doc, read_only=False) -> Setting:
 BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
     _s("node.id", "int", 1, "This broker's node id (reported as broker and controller).", True),
     _s("broker.id", "int", 1, "Alias of node.id, as Kafka keeps it.", True),
-    _s("listeners", "string", "", "Informational; use --host/--port.", True),
-    _s("advertised.listeners", "string", "", "Informational; use --advertised-host/--advertised-port.", True),
+    _s("listeners", "string", "",
+       "Listeners NAME://host:port,...; empty: one PLAINTEXT listener on --host/--port.", True),
+    _s("advertised.listeners", "string", "", "Per listener name, the address Metadata advertises.", True),
     _s("log.dirs", "string", "./data", "Data directory (same as --data-dir).", True),
     _s("auto.create.topics.enable", "boolean", True,
        "Create a topic when Metadata asks for one that does not exist (and the request allows it)."),
@@ -197,6 +198,34 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
     _s("max.incremental.fetch.session.cache.slots", "int", 1000, "Most incremental fetch sessions kept."),
     _s("fetch.session.eviction.ms", "long", 120000,
        "minikafka: a fetch session unused this long may be evicted for a new one (Kafka fixes 120000)."),
+    # Security (issue 12, broker/security/): listeners, TLS, SASL, ACLs.  Each ssl.* / sasl.*
+    # setting may also be given per listener as listener.name.<listener>.<setting>.
+    _s("listener.security.protocol.map", "string",
+       "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+       "Listener name -> security protocol.", True),
+    _s("ssl.keystore.type", "string", "PEM", "Only PEM key stores are supported.", True),
+    _s("ssl.keystore.location", "string", "", "PEM file with the private key and certificate chain.", True),
+    _s("ssl.keystore.certificate.chain", "password", "", "Inline PEM certificate chain.", True),
+    _s("ssl.keystore.key", "password", "", "Inline PEM private key.", True),
+    _s("ssl.key.password", "password", "", "Password of an encrypted private key.", True),
+    _s("ssl.truststore.type", "string", "PEM", "Only PEM trust stores are supported.", True),
+    _s("ssl.truststore.location", "string", "", "PEM file of CAs client certificates must chain to.", True),
+    _s("ssl.truststore.certificates", "password", "", "Inline PEM CA certificates.", True),
+    _s("ssl.client.auth", "string", "none", "none, requested or required.", True),
+    _s("ssl.enabled.protocols", "list", "TLSv1.2,TLSv1.3", "TLS versions offered.", True),
+    _s("ssl.principal.mapping.rules", "string", "DEFAULT", "Certificate subject -> principal name rules.", True),
+    _s("sasl.enabled.mechanisms", "list", "GSSAPI",
+       "SASL mechanisms offered (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER; GSSAPI is not served).", True),
+    _s("sasl.jaas.config", "password", "",
+       "PLAIN users as user_<name>=\"<password>\" (usually set as listener.name.<l>.plain.sasl.jaas.config).", True),
+    _s("connections.max.reauth.ms", "long", 0, "SASL session lifetime (KIP-368); 0 = no limit."),
+    _s("authorizer.class.name", "string", "", "Set (e.g. org.apache.kafka.metadata.authorizer.StandardAuthorizer) to enforce ACLs.", True),
+    _s("super.users", "string", "", "Principals allowed everything: User:admin;User:broker.", True),
+    _s("allow.everyone.if.no.acl.found", "boolean", False, "Allow access to resources without any ACL."),
+    _s("sasl.oauthbearer.expected.audience", "list", "", "OAUTHBEARER (unsecured): required aud values.", True),
+    _s("sasl.oauthbearer.sub.claim.name", "string", "sub", "OAUTHBEARER (unsecured): principal claim.", True),
+    _s("sasl.oauthbearer.scope.claim.name", "string", "scope", "OAUTHBEARER (unsecured): scope claim.", True),
+    _s("sasl.oauthbearer.allowable.clock.skew.ms", "long", 0, "OAUTHBEARER (unsecured): clock skew.", True),
 )}
 
 # Topic-level settings: (type, broker synonym supplying the default).  Values are stored as
@@ -310,6 +339,11 @@ class BrokerConfig:
     def set(self, name: str, value: Any) -> None:
         """Set a Kafka-named setting from a string/TOML value (validated)."""
         setting = BROKER_SETTINGS.get(name)
+        if setting is None and name.startswith("listener.name."):
+            # Per-listener security settings (Kafka's prefix): kept as given, read by
+            # broker.security.listeners.Listener.setting().
+            self.overrides[name] = str(value)
+            return
         if setting is None:
             raise ConfigError(f"unknown broker setting {name!r}")
         parsed = parse_value(name, setting.type, value)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from typing import Any, Callable
+from typing import Callable
 
 from minikafka.protocol.errors import ProtocolError, UnsupportedVersionError
 from minikafka.protocol.framing import FrameDecoder
@@ -100,8 +100,15 @@ def _default_codec():
 class KafkaConnection(asyncio.Protocol):
     def __init__(self, broker, *, decode_request: Callable | None = None,
                  encode_response: Callable | None = None, max_in_flight: int | None = None,
-                 write_high_water: int | None = None, max_frame_size: int | None = None):
+                 write_high_water: int | None = None, max_frame_size: int | None = None,
+                 listener=None):
         self.broker = broker
+        # Security (broker/security/): the listener the client came in on, its principal, and
+        # the SASL state on a SASL listener (set in connection_made by security.session.attach).
+        self.listener = listener
+        self.principal = "User:ANONYMOUS"
+        self.sasl = None
+        self.close_when_flushed = False
         config = broker.config
         if decode_request is None or encode_response is None:
             default_decode, default_encode = _default_codec()
@@ -151,6 +158,10 @@ class KafkaConnection(asyncio.Protocol):
         if self._stats is not None:
             self._stats.opened += 1
         log.debug("connection opened from %s", self.peer)
+        if self.listener is not None:
+            from .security.session import attach
+
+            attach(self, transport)
 
     def connection_lost(self, exc) -> None:
         if not self.closed:
@@ -220,6 +231,9 @@ class KafkaConnection(asyncio.Protocol):
     # -- requests ---------------------------------------------------------------------------
 
     def _handle_frame(self, frame) -> None:
+        if self.sasl is not None and self.sasl.raw_expected:
+            self.sasl.raw_frame(self, frame)  # a SaslHandshake v0 token: no Kafka header
+            return
         try:
             request = self._decode(frame)
         except UnsupportedVersionError as exc:
@@ -235,6 +249,8 @@ class KafkaConnection(asyncio.Protocol):
         self.requests_seen += 1
         if request.client_id is not None:
             self.client_id = request.client_id
+        if self.sasl is not None and not self.sasl.admits(self, request.api_key):
+            return
         handler = self._lookup(request.api_key, request.api_version)
         if handler is None:
             self._violation(f"no handler for api {request.api_key} version {request.api_version}")
@@ -291,6 +307,14 @@ class KafkaConnection(asyncio.Protocol):
         self._pending.append(slot)
         self._flush()
 
+    def send_raw_frame(self, data: bytes) -> None:
+        """A bare size-prefixed frame in response order (SASL v0 tokens have no Kafka header)."""
+        slot = _Slot(-1, 0, -1)
+        slot.chunks = [len(data).to_bytes(4, "big"), data]
+        slot.done = True
+        self._pending.append(slot)
+        self._flush()
+
     def _completed(self, slot: _Slot, task: asyncio.Task) -> None:
         self._tasks.discard(task)
         if task.cancelled():
@@ -334,6 +358,8 @@ class KafkaConnection(asyncio.Protocol):
         if released:
             self.queued_bytes -= released
             self._budget.release(released)
+        if self.close_when_flushed and not pending and not self.closed:
+            self.close()  # e.g. after a failed SASL authentication's answer (transport drains it)
         self._update_reading()
 
     def _drop_pending(self) -> None:

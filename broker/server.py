@@ -97,6 +97,9 @@ class Broker:
         self.modules: list[Any] = []
         self._handler_module_names = handler_modules
         self._server: asyncio.base_events.Server | None = None
+        self._servers: list = []
+        self.listeners: list = []  # broker.security.listeners.Listener, bound ports filled in
+        self.security = None  # broker.security.server.Security: SASL users/mechanisms, authorizer
         self._maintenance: asyncio.Task | None = None
         self.bound_port: int | None = None
         self.http = None  # broker.http.server.HttpServer when http.port is set
@@ -163,12 +166,14 @@ class Broker:
             start = getattr(module, "start", None)
             if start is not None:
                 await start(self)
-        self._server = await self.loop.create_server(
-            lambda: KafkaConnection(self), host=self.config.host, port=self.config.port,
-            reuse_address=True, backlog=1024)
-        sockets = self._server.sockets or ()
-        self.bound_port = sockets[0].getsockname()[1] if sockets else self.config.port
-        if self.config.port == 0:
+        from .security.server import open_listeners
+
+        # One asyncio server per listener (broker.security.server); the first is the one the
+        # --port flag and the readiness line report.
+        self.listeners, self._servers = await open_listeners(self)
+        self._server = self._servers[0]
+        self.bound_port = self.listeners[0].port
+        if self.config.port == 0 and not self.config.get("listeners"):
             # Advertise the port actually bound: clients reconnect to what Metadata says.
             self.config.port = self.bound_port
         if self.config.get("http.port") >= 0:
@@ -233,8 +238,8 @@ class Broker:
 
     async def stop(self) -> None:
         """Stop accepting, end connections, stop modules, flush and mark the logs clean."""
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         if self.http is not None:
             try:
                 await asyncio.wait_for(self.http.stop(), timeout=1.0)
@@ -253,9 +258,9 @@ class Broker:
                     await asyncio.wait_for(stop(self), timeout=1.0)
                 except Exception:
                     log.error("stopping %s failed", module.__name__, exc_info=True)
-        if self._server is not None:
+        for server in self._servers:
             try:
-                await asyncio.wait_for(self._server.wait_closed(), timeout=0.5)
+                await asyncio.wait_for(server.wait_closed(), timeout=0.5)
             except (asyncio.TimeoutError, Exception):
                 pass
         self.timers.close()

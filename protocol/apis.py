@@ -51,6 +51,9 @@ SERVE: dict[int, tuple[int, int]] = {
     25: (0, 4),  # AddOffsetsToTxn
     26: (0, 4),  # EndTxn
     28: (0, 4),  # TxnOffsetCommit
+    29: (1, 3),  # DescribeAcls
+    30: (1, 3),  # CreateAcls
+    31: (1, 3),  # DeleteAcls
     32: (1, 4),  # DescribeConfigs
     33: (0, 2),  # AlterConfigs
     34: (1, 2),  # AlterReplicaLogDirs
@@ -62,6 +65,8 @@ SERVE: dict[int, tuple[int, int]] = {
     44: (0, 1),  # IncrementalAlterConfigs
     45: (0, 1),  # AlterPartitionReassignments
     46: (0, 0),  # ListPartitionReassignments
+    50: (0, 0),  # DescribeUserScramCredentials
+    51: (0, 0),  # AlterUserScramCredentials
     47: (0, 0),  # OffsetDelete
     48: (0, 1),  # DescribeClientQuotas
     49: (0, 1),  # AlterClientQuotas

@@ -36,6 +36,9 @@ it never blocks the event loop or other connections; the connection keeps respon
 
 from __future__ import annotations
 
+from minikafka.broker.security import authorizer as az
+from minikafka.broker.security.listeners import endpoint_for
+
 import asyncio
 import logging
 import time
@@ -64,8 +67,11 @@ def _coordinator(ctx) -> Optional[GroupCoordinator]:
     return getattr(ctx.broker, "group_coordinator", None)
 
 
-def _check(ctx, group_id: str):
-    """(shard, ErrorCode) for a group: the error covers a missing/idle coordinator and loading."""
+def _check(ctx, group_id: str, operation: int = az.READ):
+    """(shard, ErrorCode) for a group: the error covers authorization (``operation`` on the
+    group, Kafka's GROUP_AUTHORIZATION_FAILED), a missing/idle coordinator and loading."""
+    if not az.authorize(ctx, operation, az.GROUP, group_id):
+        return None, ErrorCode.GROUP_AUTHORIZATION_FAILED
     coord = _coordinator(ctx)
     if coord is None:
         return None, ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -82,11 +88,15 @@ def _client_host(ctx) -> str:
 async def find_coordinator(ctx, body: dict) -> dict:
     key_type = body.get("key_type", 0)
     keys = (body.get("coordinator_keys") or []) if ctx.api_version >= 4 else [body.get("key", "")]
-    host, port = ctx.broker.config.advertised
+    host, port = endpoint_for(ctx)  # the listener the client came in on
     node_id = ctx.broker.config.node_id
     results = []
     for key in keys:
-        if key_type == 0:
+        if key_type == 0 and not az.authorize(ctx, az.DESCRIBE, az.GROUP, key):
+            error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        elif key_type == 1 and not az.authorize(ctx, az.DESCRIBE, az.TRANSACTIONAL_ID, key):
+            error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif key_type == 0:
             try:
                 coord = ensure_coordinator(ctx.broker)
             except KafkaError as exc:
@@ -237,6 +247,10 @@ async def offset_commit(ctx, body: dict) -> dict:
     errors: dict[tuple[str, int], ErrorCode] = {}
     known_topics = []
     for t in topics:
+        if not az.authorize(ctx, az.READ, az.TOPIC, t["name"]):
+            for p in t["partitions"]:
+                errors[(t["name"], p["partition_index"])] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            continue
         known = [p for p in t["partitions"] if _partition_exists(ctx, t["name"], p["partition_index"])]
         for p in t["partitions"]:
             if p not in known:
@@ -268,7 +282,7 @@ async def txn_offset_commit(ctx, body: dict) -> dict:
 
 def _fetch_group(ctx, group_id: str, topics, require_stable: bool, member_id: Optional[str] = None,
                  member_epoch: int = -1) -> dict:
-    shard, error = _check(ctx, group_id) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+    shard, error = _check(ctx, group_id, az.DESCRIBE) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
     if shard is None:
         return {"group_id": group_id, "error_code": error, "topics": [
             {"name": t["name"], "partitions": [
@@ -291,7 +305,7 @@ async def offset_delete(ctx, body: dict) -> dict:
     group_id = body["group_id"]
     if not group_id:
         return {"error_code": ErrorCode.INVALID_GROUP_ID, "throttle_time_ms": 0, "topics": []}
-    shard, error = _check(ctx, group_id)
+    shard, error = _check(ctx, group_id, az.DELETE)
     if shard is None:
         return {"error_code": error, "throttle_time_ms": 0, "topics": []}
     topics = body.get("topics") or []
@@ -318,7 +332,7 @@ async def describe_groups(ctx, body: dict) -> dict:
                   else NOT_REQUESTED_OPERATIONS)
     out = []
     for group_id in body.get("groups") or []:
-        shard, error = _check(ctx, group_id) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+        shard, error = _check(ctx, group_id, az.DESCRIBE) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
         if shard is None:
             described = {"error_code": error, "group_id": group_id, "group_state": "", "protocol_type": "",
                          "protocol_data": "", "members": []}
@@ -328,7 +342,11 @@ async def describe_groups(ctx, body: dict) -> dict:
                 # KIP-1043: v6 names a missing group instead of describing it as Dead.
                 described.update(error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
                                  error_message=f"Group {group_id} not found.")
-        described["authorized_operations"] = operations
+        if operations != NOT_REQUESTED_OPERATIONS and az.enabled(ctx.broker):
+            operations_here = az.authorized_operations(ctx, az.GROUP, group_id)
+        else:
+            operations_here = operations
+        described["authorized_operations"] = operations_here
         out.append(described)
     return {"throttle_time_ms": 0, "groups": out}
 
@@ -349,13 +367,16 @@ async def list_groups(ctx, body: dict) -> dict:
             error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
             continue
         groups.extend(shard.list_groups(states, types))
+    if not az.authorize(ctx, az.DESCRIBE, az.CLUSTER):
+        # Kafka lists only the groups the principal may DESCRIBE without DESCRIBE on the cluster.
+        groups = [g for g in groups if az.authorize(ctx, az.DESCRIBE, az.GROUP, g["group_id"])]
     return {"throttle_time_ms": 0, "error_code": error, "groups": groups}
 
 
 async def delete_groups(ctx, body: dict) -> dict:
     results = []
     for group_id in body.get("groups_names") or []:
-        shard, error = _check(ctx, group_id) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+        shard, error = _check(ctx, group_id, az.DELETE) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
         if shard is not None:
             error = shard.delete_group(group_id)
         results.append({"group_id": group_id, "error_code": error})

@@ -11,6 +11,9 @@ v2 adds ``include_fenced_brokers`` and ``is_fenced``: this node is never fenced.
 
 from __future__ import annotations
 
+from minikafka.broker.security import authorizer as az
+from minikafka.broker.security.listeners import endpoint_for
+
 from minikafka.protocol.errors import ErrorCode
 
 DESCRIBE_CLUSTER = 60
@@ -50,13 +53,14 @@ async def describe_cluster(ctx, body: dict) -> dict:
         response.update(error_code=int(code), error_message="The request was sent to an endpoint of type "
                         "BROKER, but we wanted an endpoint of type CONTROLLER")
         return response
-    host, port = advertised_endpoint(broker)
+    host, port = endpoint_for(ctx) if getattr(ctx, "connection", None) is not None else advertised_endpoint(broker)
     node_id = controller.node_id
     response.update(controller_id=node_id,
                     brokers=[{"broker_id": node_id, "host": host, "port": port, "rack": None,
                               "is_fenced": False}])
     if body.get("include_cluster_authorized_operations"):
-        response["cluster_authorized_operations"] = CLUSTER_OPERATIONS
+        response["cluster_authorized_operations"] = (az.authorized_operations(ctx, az.CLUSTER)
+                                                     if az.enabled(broker) else CLUSTER_OPERATIONS)
     return response
 
 

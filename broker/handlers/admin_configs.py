@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
+from minikafka.broker.security import authorizer as az
 from minikafka.protocol.errors import ErrorCode, KafkaError, error_name
 
 from minikafka.broker import configs as cfg
@@ -181,6 +182,15 @@ def _type_name(rtype: int) -> str:
         return "UNKNOWN"
 
 
+def _authorize_resource(ctx, resource: dict, operation: int) -> None:
+    """DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the cluster for broker resources."""
+    if resource["resource_type"] == ResourceType.TOPIC:
+        if not az.authorize(ctx, operation, az.TOPIC, resource["resource_name"]):
+            raise ResourceError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+    elif not az.authorize(ctx, operation, az.CLUSTER):
+        raise ResourceError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+
+
 async def describe_configs(ctx, body: dict) -> dict:
     broker = ctx.broker
     include_synonyms = bool(body.get("include_synonyms", False))
@@ -190,6 +200,7 @@ async def describe_configs(ctx, body: dict) -> dict:
         result = {"error_code": 0, "error_message": None, "resource_type": resource["resource_type"],
                   "resource_name": resource["resource_name"], "configs": []}
         try:
+            _authorize_resource(ctx, resource, az.DESCRIBE_CONFIGS)
             result["configs"] = _describe_one(broker, resource, include_synonyms, include_documentation)
         except ResourceError as exc:
             result.update(error_code=exc.code, error_message=exc.message)
@@ -329,6 +340,7 @@ async def _alter(ctx, body: dict, incremental: bool) -> dict:
         try:
             if counts[(rtype, name)] > 1:
                 raise ResourceError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+            _authorize_resource(ctx, resource, az.ALTER_CONFIGS)
             _preprocess(resource, incremental)
             configs = resource.get("configs") or []
             if rtype == ResourceType.TOPIC:

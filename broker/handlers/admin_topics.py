@@ -32,6 +32,7 @@ import uuid
 from collections import Counter
 from typing import Any
 
+from minikafka.broker.security import authorizer as az
 from minikafka.protocol.errors import ErrorCode, KafkaError, error_name
 
 from minikafka.broker import configs as cfg
@@ -204,6 +205,9 @@ async def create_topics(ctx, body: dict) -> dict:
         if duplicated:
             result.update(error_code=int(ErrorCode.INVALID_REQUEST), error_message="Duplicate topic name.")
             continue
+        if not (az.authorize(ctx, az.CREATE, az.CLUSTER) or az.authorize(ctx, az.CREATE, az.TOPIC, name)):
+            result.update(error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), error_message="Authorization failed.")
+            continue
         try:
             num_partitions, configs = _plan_topic(broker, topic)
             info = await _maybe_await(controller.create_topic(
@@ -293,6 +297,9 @@ async def delete_topics(ctx, body: dict) -> dict:
 
     for topic_id, name in to_delete.items():
         info = controller.topics.get(name)
+        if not az.authorize(ctx, az.DELETE, az.TOPIC, name):  # issue 12
+            answer(name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+            continue
         if info is not None and (info.internal or name in cfg.INTERNAL_TOPICS):
             answer(name, topic_id, ErrorCode.INVALID_REQUEST,
                    f"Topic {name} is an internal topic and cannot be deleted.")
@@ -347,6 +354,9 @@ async def create_partitions(ctx, body: dict) -> dict:
         if duplicated:
             result.update(error_code=int(ErrorCode.INVALID_REQUEST), error_message="Duplicate topic name.")
             continue
+        if not az.authorize(ctx, az.ALTER, az.TOPIC, name):
+            result.update(error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), error_message="Authorization failed.")
+            continue
         try:
             _plan_partitions(controller, topic)
             await _maybe_await(controller.create_partitions(name, topic["count"], validate_only=validate_only))
@@ -396,7 +406,12 @@ async def delete_records(ctx, body: dict) -> dict:
     topics = []
     for topic in body.get("topics") or ():
         partitions = []
+        allowed = az.authorize(ctx, az.DELETE, az.TOPIC, topic["name"])
         for part in topic.get("partitions") or ():
+            if not allowed:
+                partitions.append({"partition_index": part["partition_index"], "low_watermark": -1,
+                                   "error_code": int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)})
+                continue
             code, low = await _delete_partition(broker, topic["name"], part["partition_index"], part["offset"])
             partitions.append({"partition_index": part["partition_index"], "low_watermark": low,
                                "error_code": int(code)})

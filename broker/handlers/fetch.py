@@ -128,7 +128,11 @@ async def handle_fetch(ctx, body: dict) -> dict:
     if session_id != 0 or session_epoch not in (0, -1):
         return {"throttle_time_ms": 0, "error_code": FETCH_SESSION_ID_NOT_FOUND, "session_id": 0,
                 "responses": []}
+    denied = _authorize_fetch(ctx, body)  # READ per topic (issue 12); removes denied topics
     responses, total, any_error = read_partitions(broker, body)
+    if denied:
+        responses.extend(denied)
+        any_error = True
     max_wait_ms = body.get("max_wait_ms", 0)
     min_bytes = body.get("min_bytes", 1)
     if total < min_bytes and max_wait_ms > 0 and not any_error:
@@ -149,9 +153,25 @@ async def handle_fetch(ctx, body: dict) -> dict:
                     timer.cancel()
                     waiters.discard(keys, fut)
                 responses, total, any_error = read_partitions(broker, body)
+                responses.extend(denied)
                 if total >= min_bytes or any_error:
                     break
     return {"throttle_time_ms": 0, "error_code": NONE, "session_id": 0, "responses": responses}
+
+
+def _authorize_fetch(ctx, body: dict) -> list:
+    from minikafka.broker.security import authorizer as az
+
+    if not az.enabled(ctx.broker):
+        return []
+    topics = body.get("topics") or []
+    denied = [t for t in topics if not az.authorize(ctx, az.READ, az.TOPIC, t["topic"])]
+    body["topics"] = [t for t in topics if t not in denied]
+    return [{"topic": t["topic"], "partitions": [_error_partition(p["partition"], TOPIC_AUTHORIZATION_FAILED)
+                                                 for p in t.get("partitions") or ()]} for t in denied]
+
+
+TOPIC_AUTHORIZATION_FAILED = 29
 
 
 def _wake(fut: asyncio.Future) -> None:

@@ -26,6 +26,9 @@ log = logging.getLogger("minikafka.init_producer_id")
 
 async def handle_init_producer_id(ctx, body: dict) -> dict:
     broker = ctx.broker
+    denied = _authorization_error(ctx, body.get("transactional_id"))
+    if denied:
+        return {"throttle_time_ms": 0, "error_code": denied, "producer_id": -1, "producer_epoch": -1}
     if body.get("transactional_id") is not None:
         coordinator = broker.txn_coordinator
         if coordinator is not None:
@@ -35,6 +38,22 @@ async def handle_init_producer_id(ctx, body: dict) -> dict:
     producer_id = broker.controller.producer_ids.next_id()
     log.debug("producer id %d for client_id=%s", producer_id, ctx.client_id)
     return {"throttle_time_ms": 0, "error_code": NONE, "producer_id": producer_id, "producer_epoch": 0}
+
+
+def _authorization_error(ctx, transactional_id) -> int:
+    """Kafka's checks: WRITE on the transactional id; an idempotent producer needs
+    IDEMPOTENT_WRITE on the cluster or (KIP-679) WRITE on any topic."""
+    from minikafka.broker.security import authorizer as az
+
+    if not az.enabled(ctx.broker):
+        return 0
+    if transactional_id is not None:
+        return 0 if az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, transactional_id) else 53
+    if az.authorize(ctx, az.IDEMPOTENT_WRITE, az.CLUSTER):
+        return 0
+    if any(az.authorize(ctx, az.WRITE, az.TOPIC, name) for name in list(ctx.broker.controller.topics)):
+        return 0
+    return 31  # CLUSTER_AUTHORIZATION_FAILED
 
 
 def register(registry, broker) -> None:

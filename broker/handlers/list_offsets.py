@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import struct
 
+from minikafka.broker.security import authorizer as az
 from minikafka.protocol.errors import ErrorCode, KafkaError, ProtocolError
 
 from .leader_epoch import LEADER_EPOCH, leader_epoch_error
@@ -76,11 +77,19 @@ def list_partition(broker, topic: str, p: dict, read_committed: bool) -> dict:
     return _entry(index, NONE, offset, timestamp, LEADER_EPOCH)
 
 
+TOPIC_AUTHORIZATION_FAILED = 29
+
+
 async def handle_list_offsets(ctx, body: dict) -> dict:
     read_committed = body.get("isolation_level", 0) == 1
     topics = []
     for topic in body.get("topics") or ():
         name = topic["name"]
+        if not az.authorize(ctx, az.DESCRIBE, az.TOPIC, name):  # issue 12
+            topics.append({"name": name, "partitions": [
+                _entry(p["partition_index"], TOPIC_AUTHORIZATION_FAILED, -1, -1, -1)
+                for p in topic.get("partitions") or ()]})
+            continue
         topics.append({"name": name, "partitions": [
             list_partition(ctx.broker, name, p, read_committed) for p in topic.get("partitions") or ()]})
     return {"throttle_time_ms": 0, "topics": topics}

@@ -25,6 +25,8 @@ from __future__ import annotations
 import logging
 import uuid
 
+from minikafka.broker.security import authorizer as az
+from minikafka.broker.security.listeners import endpoint_for
 from minikafka.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("minikafka.metadata")
@@ -34,6 +36,7 @@ NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
 INVALID_TOPIC = 17
 UNKNOWN_TOPIC_ID = 100
+TOPIC_AUTHORIZATION_FAILED = 29
 ZERO_UUID = uuid.UUID(int=0)
 AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2147483648
 # Bit sets of Kafka's AclOperation codes (READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
@@ -43,12 +46,13 @@ TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12, 13, 14))
 
 
-def broker_entry(broker) -> dict:
-    host, port = broker.config.advertised
+def broker_entry(broker, ctx=None) -> dict:
+    # The address of the listener the request came in on (Kafka answers per listener).
+    host, port = endpoint_for(ctx) if ctx is not None else broker.config.advertised
     return {"node_id": broker.config.node_id, "host": host, "port": port, "rack": None}
 
 
-def topic_entry(broker, info, include_ops: bool) -> dict:
+def topic_entry(broker, info, include_ops: bool, ctx=None) -> dict:
     node = broker.config.node_id
     replicas = [node]
     partitions = [
@@ -58,7 +62,8 @@ def topic_entry(broker, info, include_ops: bool) -> dict:
     ]
     return {"error_code": NONE, "name": info.name, "topic_id": info.topic_id,
             "is_internal": info.internal, "partitions": partitions,
-            "topic_authorized_operations": TOPIC_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_NOT_REQUESTED}
+            "topic_authorized_operations": (az.authorized_operations(ctx, az.TOPIC, info.name) if ctx is not None and az.enabled(broker)
+                                            else TOPIC_OPERATIONS) if include_ops else AUTHORIZED_OPERATIONS_NOT_REQUESTED}
 
 
 def error_entry(name, topic_id, code: int) -> dict:
@@ -66,16 +71,19 @@ def error_entry(name, topic_id, code: int) -> dict:
             "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_NOT_REQUESTED}
 
 
-def build_metadata(broker, version: int, body: dict, client_id=None) -> dict:
+def build_metadata(broker, version: int, body: dict, client_id=None, ctx=None) -> dict:
     controller = broker.controller
     requested = body.get("topics")
     include_ops = bool(body.get("include_topic_authorized_operations"))
     allow_auto = body.get("allow_auto_topic_creation", True) if version >= 4 else True
     auto_create = allow_auto and broker.config.get("auto.create.topics.enable")
     topics = []
+    secured = ctx is not None and az.enabled(broker)
     if requested is None or (version == 0 and not requested):
         for info in list(controller.topics.values()):
-            topics.append(topic_entry(broker, info, include_ops))
+            # Kafka lists only the topics the principal may DESCRIBE.
+            if not secured or az.authorize(ctx, az.DESCRIBE, az.TOPIC, info.name):
+                topics.append(topic_entry(broker, info, include_ops, ctx))
     else:
         seen = set()
         for item in requested:
@@ -86,12 +94,19 @@ def build_metadata(broker, version: int, body: dict, client_id=None) -> dict:
                 if info is None:
                     topics.append(error_entry(None, topic_id, UNKNOWN_TOPIC_ID))
                 else:
-                    topics.append(topic_entry(broker, info, include_ops))
+                    topics.append(topic_entry(broker, info, include_ops, ctx))
                 continue
             if name in seen:
                 continue
             seen.add(name)
             info = controller.topic(name)
+            if secured and not az.authorize(ctx, az.DESCRIBE, az.TOPIC, name):
+                topics.append(error_entry(name, None, TOPIC_AUTHORIZATION_FAILED))
+                continue
+            if info is None and auto_create and secured and not (
+                    az.authorize(ctx, az.CREATE, az.CLUSTER) or az.authorize(ctx, az.CREATE, az.TOPIC, name)):
+                topics.append(error_entry(name, None, TOPIC_AUTHORIZATION_FAILED))
+                continue
             if info is None and auto_create:
                 try:
                     info = controller.create_topic(name)
@@ -108,21 +123,22 @@ def build_metadata(broker, version: int, body: dict, client_id=None) -> dict:
                 code = INVALID_TOPIC if not controller.valid_topic_name(name) else UNKNOWN_TOPIC_OR_PARTITION
                 topics.append(error_entry(name, None, code))
             else:
-                topics.append(topic_entry(broker, info, include_ops))
+                topics.append(topic_entry(broker, info, include_ops, ctx))
     return {
         "throttle_time_ms": 0,
-        "brokers": [broker_entry(broker)],
+        "brokers": [broker_entry(broker, ctx)],
         "cluster_id": controller.cluster_id,
         "controller_id": broker.config.node_id,
         "topics": topics,
-        "cluster_authorized_operations": CLUSTER_OPERATIONS if body.get("include_cluster_authorized_operations")
-        else AUTHORIZED_OPERATIONS_NOT_REQUESTED,
+        "cluster_authorized_operations": (az.authorized_operations(ctx, az.CLUSTER) if ctx is not None and az.enabled(broker)
+                                          else CLUSTER_OPERATIONS)
+        if body.get("include_cluster_authorized_operations") else AUTHORIZED_OPERATIONS_NOT_REQUESTED,
         "error_code": NONE,
     }
 
 
 def register(registry, broker) -> None:
     async def handle_metadata(ctx, body: dict) -> dict:
-        return build_metadata(ctx.broker, ctx.api_version, body, ctx.client_id)
+        return build_metadata(ctx.broker, ctx.api_version, body, ctx.client_id, ctx)
 
     registry.register(API_KEY, 0, 13, handle_metadata)

@@ -15,6 +15,8 @@ v2 adds current_leader_epoch, v3 replica_id, v4 is flexible.
 
 from __future__ import annotations
 
+from minikafka.broker.security import authorizer as az
+
 from minikafka.protocol.errors import KafkaError
 
 from .leader_epoch import LEADER_EPOCH, leader_epoch_error
@@ -45,6 +47,10 @@ async def handle_offset_for_leader_epoch(ctx, body: dict) -> dict:
     topics = []
     for topic in body.get("topics") or ():
         name = topic["topic"]
+        if not az.authorize(ctx, az.DESCRIBE, az.TOPIC, name):  # issue 12
+            topics.append({"topic": name, "partitions": [_entry(p["partition"], 29)
+                                                         for p in topic.get("partitions") or ()]})
+            continue
         topics.append({"topic": name, "partitions": [epoch_for(ctx.broker, name, p)
                                                      for p in topic.get("partitions") or ()]})
     return {"throttle_time_ms": 0, "topics": topics}

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import logging
 
-from minikafka.protocol.errors import CorruptRecordError, KafkaError
+from minikafka.protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from minikafka.protocol.records import set_max_timestamp, set_partition_leader_epoch
 from minikafka.protocol.validation import BatchRejected, ValidationRules, validate_batch
 
@@ -163,13 +163,36 @@ def handle_produce_sync(broker, version: int, body: dict) -> dict | None:
     return {"responses": responses, "throttle_time_ms": 0}
 
 
+def authorize_produce(ctx, body: dict) -> list:
+    """Kafka's Produce checks: WRITE on the transactional id (every partition gets
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then WRITE per topic (TOPIC_AUTHORIZATION_FAILED)."""
+    from minikafka.broker.security import authorizer as az
+
+    if not az.enabled(ctx.broker):
+        return []
+    topics = body.get("topic_data") or []
+    txn = body.get("transactional_id")
+    if txn is not None and not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, txn):
+        denied, body["topic_data"] = topics, []
+        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    else:
+        denied = [t for t in topics if not az.authorize(ctx, az.WRITE, az.TOPIC, t["name"])]
+        body["topic_data"] = [t for t in topics if t not in denied]
+        code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return [{"name": t["name"], "partition_responses": [
+        _partition_response(p["index"], int(code)) for p in t.get("partition_data") or []]} for t in denied]
+
+
 def _has_error(response: dict) -> bool:
     return any(p["error_code"] for t in response["responses"] for p in t["partition_responses"])
 
 
 def register(registry, broker) -> None:
     async def handle_produce(ctx, body: dict) -> dict | None:
+        denied = authorize_produce(ctx, body)  # removes denied topics from body (issue 12)
         response = handle_produce_sync(ctx.broker, ctx.api_version, body)
+        if denied:
+            response["responses"].extend(denied)
         if body.get("acks") == 0:
             # Kafka closes an acks=0 connection whose produce failed: the client cannot see an
             # error code, but the reconnect makes it refresh metadata.

@@ -18,6 +18,8 @@ def test_serve_column():
         60: (0, 2), 61: (0, 0), 65: (0, 0), 66: (0, 1), 68: (0, 1), 69: (0, 1), 71: (0, 0), 72: (0, 0),
         75: (0, 0),
     }
+    # ACL and SCRAM credential admin APIs (issue 12)
+    expected.update({29: (1, 3), 30: (1, 3), 31: (1, 3), 50: (0, 0), 51: (0, 0)})
     assert SERVE == expected
 
 

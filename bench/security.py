@@ -1,0 +1,186 @@
+"""Throughput over TLS and SASL_SSL beside PLAINTEXT, and connection set-up time per mechanism.
+
+One broker with four listeners (PLAINTEXT, SSL, SASL_SSL, SASL_PLAINTEXT); librdkafka
+(confluent-kafka) produces COUNT records of SIZE bytes (acks=1) and reads them back with an
+assign() consumer on each listener.  Each round measures every listener once, in rotating order,
+so the noisy shared machine treats them alike; the report gives medians and the ratio to
+PLAINTEXT of the same round.  Set-up time: a fresh client's first Metadata answer (TCP + TLS
+handshake + SASL exchange + ApiVersions + Metadata), median of SAMPLES, per mechanism; SCRAM is
+measured at 4096 and 16384 iterations (the client derives the salted password; the broker keeps
+only StoredKey/ServerKey, so its own cost does not depend on iterations).
+
+    .venv/bin/python bench/security.py --runs 3
+    .venv/bin/python bench/security.py --runs 1 --count 20000          # quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+LISTENER_LINE = re.compile(r"minikafka listener (\S+) (\S+) on 127\.0\.0\.1:(\d+)")
+
+
+def start_broker(workdir: Path, certs: Path):
+    settings = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "ssl.keystore.location": str(certs / "broker.pem"),
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "sasl.jaas.config": 'x required user_alice="alice-secret";',
+    }
+    cmd = [str(ROOT / ".venv/bin/python"), "-m", "minikafka", "serve", "--data-dir", str(workdir / "data"),
+           "--log-level", "WARNING"]
+    for k, v in settings.items():
+        cmd += ["--override", f"{k}={v}"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    ports = {}
+    deadline = time.monotonic() + 20
+    for line in proc.stdout:
+        m = LISTENER_LINE.search(line)
+        if m:
+            ports[m.group(1)] = int(m.group(3))
+        if line.startswith("minikafka ready") or time.monotonic() > deadline:
+            break
+    return proc, ports
+
+
+def client_conf(listener: str, port: int, certs: Path, mechanism: str = "PLAIN", user="alice",
+                password="alice-secret") -> dict:
+    conf = {"bootstrap.servers": f"127.0.0.1:{port}"}
+    if listener in ("SSL", "SASL_SSL"):
+        conf.update({"security.protocol": listener, "ssl.ca.location": str(certs / "ca.pem")})
+    if listener.startswith("SASL"):
+        conf.update({"security.protocol": listener, "sasl.mechanisms": mechanism, "sasl.username": user,
+                     "sasl.password": password})
+    return conf
+
+
+def produce(conf: dict, topic: str, count: int, size: int) -> float:
+    producer = Producer({**conf, "acks": "1", "linger.ms": 5, "batch.size": 1_000_000,
+                         "queue.buffering.max.messages": 1_000_000})
+    value = os.urandom(size)
+    t0 = time.perf_counter()
+    for i in range(count):
+        while True:
+            try:
+                producer.produce(topic, value, partition=0)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    producer.flush(120)
+    return count * size / (time.perf_counter() - t0) / 1e6
+
+
+def consume(conf: dict, topic: str, count: int, size: int) -> float:
+    consumer = Consumer({**conf, "group.id": "bench", "enable.auto.commit": False,
+                         "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    seen = 0
+    t0 = time.perf_counter()
+    deadline = t0 + 120
+    while seen < count and time.perf_counter() < deadline:
+        for msg in consumer.consume(10000, 1.0):
+            if msg.error() is None:
+                seen += 1
+    elapsed = time.perf_counter() - t0
+    consumer.close()
+    return seen * size / elapsed / 1e6
+
+
+def setup_ms(conf: dict, samples: int) -> float:
+    times = []
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        admin = AdminClient(conf)
+        admin.list_topics(timeout=10)
+        times.append((time.perf_counter() - t0) * 1000)
+        del admin
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--count", type=int, default=100_000)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--samples", type=int, default=15)
+    args = parser.parse_args()
+    from minikafka.broker.security.certs import generate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        certs = workdir / "certs"
+        generate(certs, ["127.0.0.1", "localhost"], [])
+        proc, ports = start_broker(workdir, certs)
+        try:
+            admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{ports['PLAINTEXT']}"})
+            from kafka.admin import KafkaAdminClient
+            from kafka.admin._users import ScramMechanism, UserScramCredentialUpsertion
+
+            kadmin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{ports['PLAINTEXT']}")
+            kadmin.alter_user_scram_credentials([
+                UserScramCredentialUpsertion("s4096", ScramMechanism.SCRAM_SHA_512, "pw", iterations=4096),
+                UserScramCredentialUpsertion("s16384", ScramMechanism.SCRAM_SHA_512, "pw", iterations=16384),
+                UserScramCredentialUpsertion("s4096", ScramMechanism.SCRAM_SHA_256, "pw", iterations=4096)])
+            kadmin.close()
+            listeners = [("PLAINTEXT", "PLAIN"), ("SSL", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-512")]
+            results = {name: {"produce": [], "consume": []} for name, _ in listeners}
+            ratios = {name: {"produce": [], "consume": []} for name, _ in listeners}
+            for run in range(args.runs):
+                order = listeners[run % 3:] + listeners[:run % 3]
+                this = {}
+                for name, mech in order:
+                    topic = f"bench-{name.lower()}-{run}"
+                    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+                    conf = client_conf(name, ports[name], certs, mech, user="s4096", password="pw")
+                    p = produce(conf, topic, args.count, args.size)
+                    c = consume(conf, topic, args.count, args.size)
+                    this[name] = (p, c)
+                    results[name]["produce"].append(p)
+                    results[name]["consume"].append(c)
+                for name, _ in listeners:
+                    ratios[name]["produce"].append(this[name][0] / this["PLAINTEXT"][0])
+                    ratios[name]["consume"].append(this[name][1] / this["PLAINTEXT"][1])
+            print(f"machine: {platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}, "
+                  f"{args.runs} runs x {args.count} records x {args.size} B, acks=1, 1 partition")
+            print("| listener | produce MB/s | consume MB/s | produce vs PLAINTEXT | consume vs PLAINTEXT |")
+            print("|---|---|---|---|---|")
+            for name, _ in listeners:
+                r, q = results[name], ratios[name]
+                print(f"| {name} | {statistics.median(r['produce']):.1f} | {statistics.median(r['consume']):.1f} | "
+                      f"{statistics.median(q['produce']):.0%} | {statistics.median(q['consume']):.0%} |")
+            setups = [
+                ("PLAINTEXT", "PLAINTEXT", "-", "alice", "alice-secret"),
+                ("SSL", "SSL", "-", "alice", "alice-secret"),
+                ("SASL_PLAINTEXT PLAIN", "SASL_PLAINTEXT", "PLAIN", "alice", "alice-secret"),
+                ("SASL_PLAINTEXT SCRAM-SHA-256 (4096)", "SASL_PLAINTEXT", "SCRAM-SHA-256", "s4096", "pw"),
+                ("SASL_PLAINTEXT SCRAM-SHA-512 (4096)", "SASL_PLAINTEXT", "SCRAM-SHA-512", "s4096", "pw"),
+                ("SASL_PLAINTEXT SCRAM-SHA-512 (16384)", "SASL_PLAINTEXT", "SCRAM-SHA-512", "s16384", "pw"),
+                ("SASL_SSL PLAIN", "SASL_SSL", "PLAIN", "alice", "alice-secret"),
+                ("SASL_SSL SCRAM-SHA-512 (4096)", "SASL_SSL", "SCRAM-SHA-512", "s4096", "pw"),
+            ]
+            print(f"\n| connection set-up (first Metadata, median of {args.samples}) | ms |")
+            print("|---|---|")
+            for label, name, mech, user, pw in setups:
+                conf = client_conf(name, ports[name], certs, mech, user, pw)
+                print(f"| {label} | {setup_ms(conf, args.samples):.1f} |")
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+if __name__ == "__main__":
+    main()

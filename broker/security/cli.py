@@ -1,0 +1,26 @@
+"""The security sub-commands of ``minikafka``: ``certs`` (broker/security/certs.py) and ``users``
+(broker/security/users.py).  ``cli.py`` calls :func:`add_parsers` and :func:`run`."""
+
+from __future__ import annotations
+
+COMMANDS = ("certs", "users")
+
+
+def add_parsers(subparsers) -> None:
+    from . import certs, users
+
+    certs.add_parser(subparsers)
+    users.add_parser(subparsers)
+
+
+def run(args) -> int | None:
+    """Run a security sub-command; None when ``args.command`` is not one of them."""
+    if args.command == "certs":
+        from . import certs
+
+        return certs.run(args)
+    if args.command == "users":
+        from . import users
+
+        return users.run(args)
+    return None

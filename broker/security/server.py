@@ -1,0 +1,54 @@
+"""Opening the listeners: one asyncio server per listener, plain or with a TLS handshake first.
+
+Each accepted connection is a ``KafkaConnection`` that knows its listener (for the advertised
+address and the security protocol); on a TLS listener the connection is created only after a
+successful handshake (``tls.TlsServer``).  Every listener is logged, and also printed to stdout
+as ``minikafka listener NAME SECURITY_PROTOCOL on host:port`` so scripts and tests can find
+ports bound with ``:0``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from ..connection import KafkaConnection
+from .listeners import parse_listeners
+
+log = logging.getLogger("minikafka.listeners")
+
+
+async def open_listeners(broker):
+    listeners = parse_listeners(broker.config)
+    contexts = {}
+    if any(item.uses_tls for item in listeners):
+        from .tls import build_context
+
+        for item in listeners:
+            if item.uses_tls:
+                contexts[item.name] = build_context(item, broker.config)
+    from .session import Security
+
+    broker.security = Security(broker, listeners)
+    servers = []
+    loop = broker.loop
+    for item in listeners:
+        if item.uses_tls:
+            from .tls import TlsServer
+
+            server = TlsServer(loop, contexts[item.name], item,
+                               lambda item=item: KafkaConnection(broker, listener=item))
+            await server.start(item.host, item.port)
+        else:
+            server = await loop.create_server(lambda item=item: KafkaConnection(broker, listener=item),
+                                              host=item.host, port=item.port, reuse_address=True,
+                                              backlog=1024)
+        sockets = server.sockets or ()
+        if item.port == 0 and sockets:
+            item.port = sockets[0].getsockname()[1]
+        servers.append(server)
+        log.info("listener %s (%s) on %s:%d, advertised %s:%d", item.name, item.security_protocol,
+                 item.host, item.port, *item.advertised)
+        sys.stdout.write(f"minikafka listener {item.name} {item.security_protocol} on "
+                         f"{item.host}:{item.port}\n")
+    return listeners, servers
