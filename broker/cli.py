@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a single-node Kafka broker that real Kafka clients use unchanged.",
         epilog=_EPILOG + _settings_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_serve_arguments(serve)
+    from .cli_tools import add_commands  # topic, produce, consume, group: Kafka clients (issue 13)
+    add_commands(sub)
     return parser
 
 
@@ -145,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["serve"]  # `python -m minikafka` with no arguments serves with defaults
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "run", None) is not None:
+        return args.run(args)
     if args.command != "serve":
         parser.print_help()
         return 2
