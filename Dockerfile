@@ -9,6 +9,6 @@ COPY pipeline ./pipeline
 COPY minikafka ./minikafka
 RUN pip install --no-cache-dir .
 VOLUME /data
-EXPOSE 9092
+EXPOSE 9092 9644
 # Bind every interface inside the container, but advertise the address clients on the host use.
-CMD ["python", "-m", "minikafka", "serve", "--host", "0.0.0.0", "--port", "9092", "--advertised-host", "localhost", "--data-dir", "/data"]
+CMD ["python", "-m", "minikafka", "serve", "--host", "0.0.0.0", "--port", "9092", "--advertised-host", "localhost", "--data-dir", "/data", "--override", "http.port=9644", "--override", "http.host=0.0.0.0"]

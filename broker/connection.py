@@ -41,7 +41,8 @@ UNSUPPORTED_VERSION = 35
 class _Slot:
     """A request's place in the response queue."""
 
-    __slots__ = ("api_key", "api_version", "correlation_id", "done", "chunks")
+    # t0/ts/t1/m: arrival, handler start, handler end, per-request data of broker.metrics.
+    __slots__ = ("api_key", "api_version", "correlation_id", "done", "chunks", "t0", "ts", "t1", "m")
 
     def __init__(self, api_key: int, api_version: int, correlation_id: int):
         self.api_key = api_key
@@ -49,6 +50,7 @@ class _Slot:
         self.correlation_id = correlation_id
         self.done = False
         self.chunks: list | None = None
+        self.t0 = self.ts = self.t1 = self.m = None
 
 
 def _default_codec():
@@ -82,6 +84,7 @@ class KafkaConnection(asyncio.Protocol):
         self._reading_paused = False
         self._writing_paused = False
         self.requests_seen = 0
+        self._metrics = None
 
     # -- asyncio.Protocol -------------------------------------------------------------------
 
@@ -96,6 +99,7 @@ class KafkaConnection(asyncio.Protocol):
         except (AttributeError, NotImplementedError):
             pass
         self.broker.connections.add(self)
+        self._metrics = getattr(self.broker, "metrics", None)
         log.info("connection opened from %s", self.peer)
 
     def connection_lost(self, exc) -> None:
@@ -160,6 +164,8 @@ class KafkaConnection(asyncio.Protocol):
                       request.api_version, request.correlation_id, request.client_id, self.peer)
         slot = _Slot(request.api_key, request.api_version, request.correlation_id)
         self._pending.append(slot)
+        if self._metrics is not None:
+            self._metrics.on_request(slot, request)
         ctx = RequestContext(request.api_key, request.api_version, request.correlation_id,
                              request.client_id, self.client_host, self.broker, self)
         try:
@@ -208,6 +214,8 @@ class KafkaConnection(asyncio.Protocol):
             except Exception as exc:
                 self._handler_failed(slot, exc)
                 return
+        if self._metrics is not None:
+            self._metrics.on_response(slot, body)
         slot.done = True
         self._flush()
 
@@ -226,6 +234,8 @@ class KafkaConnection(asyncio.Protocol):
             slot = pending.popleft()
             if slot.chunks is not None and not self.closed:
                 transport.writelines(slot.chunks)
+            if self._metrics is not None:
+                self._metrics.on_sent(slot)
         self._update_reading()
 
     # -- flow control and closing ------------------------------------------------------------

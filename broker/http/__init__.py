@@ -6,4 +6,7 @@ enabled (the control API, for example, only with ``http.control.enable=true``). 
 loopback by default (``http.host``).
 """
 
-ROUTE_MODULES: list[str] = []
+ROUTE_MODULES: list[str] = [
+    "minikafka.broker.http.metrics",
+    "minikafka.broker.http.health",
+]
