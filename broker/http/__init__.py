@@ -9,4 +9,5 @@ loopback by default (``http.host``).
 ROUTE_MODULES: list[str] = [
     "minikafka.broker.http.metrics",
     "minikafka.broker.http.health",
+    "minikafka.broker.http.console",
 ]
