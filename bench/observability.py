@@ -56,6 +56,11 @@ class Broker:
                 return
         raise RuntimeError("broker not ready")
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the broker process so far."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=30)
@@ -103,6 +108,7 @@ def throughput(args) -> None:
             admin.create_topics([NewTopic("t", num_partitions=4, replication_factor=1)])["t"].result(30)
             produce_rate(b.bootstrap, "t", 20000)  # warm-up
         rates = {"scraped": [], "unscraped": [], "http-off": []}
+        cpu = {"scraped": [], "unscraped": [], "http-off": []}
         scrape_times: list[float] = []
         for _ in range(args.rounds):
             for mode in ("scraped", "unscraped", "http-off"):
@@ -110,17 +116,25 @@ def throughput(args) -> None:
                 scraper = Scraper(on.http + "/metrics") if mode == "scraped" else None
                 if scraper:
                     scraper.start()
+                c0 = broker.cpu_seconds()
                 rates[mode].append(produce_rate(broker.bootstrap, "t", args.records))
                 if scraper:
                     scraper.stop_event.set()
                     scraper.join()
                     scrape_times += scraper.times
+                cpu[mode].append((broker.cpu_seconds() - c0) / args.records * 1e6)
         med = {k: statistics.median(v) for k, v in rates.items()}
         print(f"\nproduce throughput, {args.records} x 100 B records per round, {args.rounds} rounds (median records/s)")
         for k, v in rates.items():
             print(f"  {k:10s} {med[k]:10,.0f}   rounds: {', '.join(f'{x:,.0f}' for x in v)}")
         print(f"  scraped / unscraped = {med['scraped'] / med['unscraped']:.3f}"
               f"   unscraped (hooks on) / http-off = {med['unscraped'] / med['http-off']:.3f}")
+        cmed = {k: statistics.median(v) for k, v in cpu.items()}
+        print("broker CPU per record (median us; less sensitive to the other jobs on the machine)")
+        for k, v in cpu.items():
+            print(f"  {k:10s} {cmed[k]:6.2f} us   rounds: {', '.join(f'{x:.2f}' for x in v)}")
+        print(f"  scraped / unscraped = {cmed['scraped'] / cmed['unscraped']:.3f}"
+              f"   unscraped (hooks on) / http-off = {cmed['unscraped'] / cmed['http-off']:.3f}")
         if scrape_times:
             print(f"  /metrics scrape time median {statistics.median(scrape_times) * 1000:.1f} ms over {len(scrape_times)} scrapes")
     finally:
