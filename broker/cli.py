@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_arguments(serve)
     from .security.cli import add_parsers as add_security_parsers  # certs, users (issue 12)
     add_security_parsers(sub)
+    from .cli_tools import add_commands  # topic, produce, consume, group: Kafka clients (issue 13)
+    add_commands(sub)
     return parser
 
 
@@ -162,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     from .security.cli import run as run_security_command
     if (code := run_security_command(args)) is not None:
         return code
+    if getattr(args, "run", None) is not None:
+        return args.run(args)
     if args.command != "serve":
         parser.print_help()
         return 2

@@ -49,7 +49,9 @@ UNSUPPORTED_VERSION = 35
 class _Slot:
     """A request's place in the response queue."""
 
-    __slots__ = ("api_key", "api_version", "correlation_id", "done", "chunks", "size")
+    # size: bytes of the request frame, held until the response leaves (queued.max.request.bytes);
+    # t0/ts/t1/m: arrival, handler start, handler end, per-request data of broker.metrics.
+    __slots__ = ("api_key", "api_version", "correlation_id", "done", "chunks", "size", "t0", "ts", "t1", "m")
 
     def __init__(self, api_key: int, api_version: int, correlation_id: int, size: int = 0):
         self.api_key = api_key
@@ -58,6 +60,7 @@ class _Slot:
         self.done = False
         self.chunks: list | None = None
         self.size = size  # bytes of the request frame, held until the response leaves
+        self.t0 = self.ts = self.t1 = self.m = None
 
 
 class RequestBytes:
@@ -140,6 +143,7 @@ class KafkaConnection(asyncio.Protocol):
         self._partial_reserved = 0  # bytes of queued.max.request.bytes held for a half-received frame
         self._partial_serial = 0
         self._partial_blocked = False
+        self._metrics = None
 
     # -- asyncio.Protocol -------------------------------------------------------------------
 
@@ -154,6 +158,7 @@ class KafkaConnection(asyncio.Protocol):
         except (AttributeError, NotImplementedError):
             pass
         self.broker.connections.add(self)
+        self._metrics = getattr(self.broker, "metrics", None)
         self.last_active = self.broker.loop.time() if self.broker.loop is not None else 0.0
         if self._stats is not None:
             self._stats.opened += 1
@@ -269,6 +274,8 @@ class KafkaConnection(asyncio.Protocol):
             for conn in self.broker.connections:
                 if conn is not self:
                     conn._update_reading()
+        if self._metrics is not None:
+            self._metrics.on_request(slot, request)
         ctx = RequestContext(request.api_key, request.api_version, request.correlation_id,
                              request.client_id, self.client_host, self.broker, self)
         try:
@@ -334,6 +341,8 @@ class KafkaConnection(asyncio.Protocol):
             except Exception as exc:
                 self._handler_failed(slot, exc)
                 return
+        if self._metrics is not None:
+            self._metrics.on_response(slot, body)
         slot.done = True
         self._flush()
 
@@ -355,6 +364,8 @@ class KafkaConnection(asyncio.Protocol):
             if slot.chunks is not None and not self.closed:
                 transport.writelines(slot.chunks)
                 self.last_active = self.broker.loop.time()
+            if self._metrics is not None:
+                self._metrics.on_sent(slot)
         if released:
             self.queued_bytes -= released
             self._budget.release(released)

@@ -52,6 +52,10 @@ class AppendWaiters:
     def __len__(self) -> int:
         return len(self._by_key)
 
+    def waiting(self) -> int:
+        """How many waits (parked fetches) are outstanding."""
+        return len(set().union(*self._by_key.values())) if self._by_key else 0
+
 
 class HandlerModuleError(RuntimeError):
     """A handler module listed in HANDLER_MODULES could not be imported or registered.
@@ -103,6 +107,7 @@ class Broker:
         self._maintenance: asyncio.Task | None = None
         self.bound_port: int | None = None
         self.http = None  # broker.http.server.HttpServer when http.port is set
+        self.metrics = None  # broker.http.metrics.BrokerMetrics when the HTTP server runs
         self.started_at = clock()
 
     def now_ms(self) -> int:

@@ -65,6 +65,26 @@ _log = logging.getLogger("minikafka.storage")
 _MAX_RELATIVE_OFFSET = 2147483647
 
 
+# Callables given the seconds each fsync of log data took (the broker's metrics); called from
+# the flusher thread too, so an observer must be thread-safe.
+_FSYNC_OBSERVERS: list[Callable[[float], None]] = []
+
+
+def add_fsync_observer(observer: Callable[[float], None]) -> None:
+    _FSYNC_OBSERVERS.append(observer)
+
+
+def remove_fsync_observer(observer: Callable[[float], None]) -> None:
+    if observer in _FSYNC_OBSERVERS:
+        _FSYNC_OBSERVERS.remove(observer)
+
+
+def _observe_fsync(started: float) -> None:
+    elapsed = time.perf_counter() - started
+    for observer in list(_FSYNC_OBSERVERS):
+        observer(elapsed)
+
+
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -391,7 +411,10 @@ class PartitionLog:
         for seg in self.segments:
             if seg.unsynced:
                 # Index files are only trusted for segments closed by a roll (written there).
+                started = time.perf_counter()
                 seg.sync(indexes=False)
+                if _FSYNC_OBSERVERS:
+                    _observe_fsync(started)
         self.recovery_point = self.log_end_offset
         self._unflushed = 0
         self._first_unflushed_ms = None
@@ -778,7 +801,10 @@ def _flusher() -> ThreadPoolExecutor:
 def _fsync_and_close(fds: list[int]) -> None:
     try:
         for fd in fds:
+            started = time.perf_counter()
             fs.fsync(fd)
+            if _FSYNC_OBSERVERS:
+                _observe_fsync(started)
     finally:
         for fd in fds:
             os.close(fd)

@@ -8,4 +8,7 @@ loopback by default (``http.host``).
 
 ROUTE_MODULES: list[str] = [
     "minikafka.broker.http.control",
+    "minikafka.broker.http.metrics",
+    "minikafka.broker.http.health",
+    "minikafka.broker.http.console",
 ]

@@ -1,0 +1,315 @@
+"""``GET /metrics``: the broker's metrics in the Prometheus text format (prometheus_client).
+
+Each broker has its own ``CollectorRegistry`` (several brokers may share a process in tests).
+Names are Kafka's JMX names translated the way the JMX exporter's common Kafka rules and
+kafka_exporter do (``kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce``
+becomes ``kafka_network_requestmetrics_requests_total{request="Produce"}``); README.md lists them.
+
+Counters and histograms of requests are recorded by three calls in broker/connection.py
+(``on_request``, ``on_response``, ``on_sent``); everything else (partition offsets, groups,
+lag, connections) is read at scrape time from the broker's public surfaces, so it costs
+nothing between scrapes.
+"""
+
+from __future__ import annotations
+
+import time
+
+from minikafka.protocol.specs import API_NAMES
+
+from . import views
+
+PRODUCE, FETCH = 0, 1
+# Request latencies span sub-millisecond requests to long polls of several seconds.
+LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+                   2.5, 5.0, 10.0, 30.0)
+FSYNC_BUCKETS = (0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
+
+_perf = time.perf_counter
+
+
+def _error_names() -> dict[int, str]:
+    from minikafka.protocol.errors import ErrorCode
+
+    return {int(e): e.name for e in ErrorCode}
+
+
+def _count_errors(obj: dict, counts: dict) -> None:
+    """Every ``error_code`` in a response body (top level and per topic/partition/...)."""
+    for key, value in obj.items():
+        if key == "error_code":
+            counts[value] = counts.get(value, 0) + 1
+        elif type(value) is list:
+            for item in value:
+                if type(item) is dict:
+                    _count_errors(item, counts)
+
+
+class BrokerMetrics:
+    def __init__(self, broker):
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from prometheus_client import PlatformCollector, ProcessCollector
+
+        self.broker = broker
+        self.registry = registry = CollectorRegistry(auto_describe=True)
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
+        self._error_name = _error_names()
+        self._api_name = dict(API_NAMES)
+        self.requests = Counter("kafka_network_requestmetrics_requests", "Requests answered, per API and version "
+                                "(Kafka: RequestMetrics RequestsPerSec).", ["request", "version"], registry=registry)
+        self.errors = Counter("kafka_network_requestmetrics_errors", "Error codes in responses, per API and error "
+                              "(Kafka: RequestMetrics ErrorsPerSec; NONE counts error-free ones).",
+                              ["request", "error"], registry=registry)
+        h = lambda name, doc: Histogram(name, doc, ["request"], buckets=LATENCY_BUCKETS, registry=registry)  # noqa
+        self.queue_time = h("kafka_network_requestmetrics_requestqueuetime_seconds",
+                            "From the request's arrival to its handler's start (Kafka: RequestQueueTimeMs).")
+        self.local_time = h("kafka_network_requestmetrics_localtime_seconds",
+                            "Handler time, long-poll and join waits included (Kafka: LocalTimeMs + RemoteTimeMs).")
+        self.send_time = h("kafka_network_requestmetrics_responsesendtime_seconds",
+                           "From the handler's end to the response written, ordering waits included "
+                           "(Kafka: ResponseQueueTimeMs + ResponseSendTimeMs).")
+        self.total_time = h("kafka_network_requestmetrics_totaltime_seconds", "Arrival to response written "
+                            "(Kafka: TotalTimeMs).")
+        t = lambda name, doc: Counter(name, doc, ["topic"], registry=registry)  # noqa
+        self.bytes_in = t("kafka_server_brokertopicmetrics_bytesin", "Record bytes appended by produce requests "
+                          "(Kafka: BrokerTopicMetrics BytesInPerSec).")
+        self.messages_in = t("kafka_server_brokertopicmetrics_messagesin", "Records appended by produce requests "
+                             "(Kafka: MessagesInPerSec).")
+        self.bytes_out = t("kafka_server_brokertopicmetrics_bytesout", "Record bytes sent in fetch responses "
+                           "(Kafka: BytesOutPerSec).")
+        self.messages_out = t("kafka_server_brokertopicmetrics_messagesout", "Records in the batches sent in fetch "
+                              "responses (whole batches, so it can exceed what the consumer asked for).")
+        self.fsync = Histogram("kafka_log_logflushstats_logflush_seconds", "fsync of partition logs "
+                               "(Kafka: LogFlushStats LogFlushRateAndTimeMs).", buckets=FSYNC_BUCKETS,
+                               registry=registry)
+        self._fetch_waits = Histogram("kafka_server_delayedoperationpurgatory_wait_seconds",
+                                      "Time fetches spent parked waiting for data (long polls that waited).",
+                                      ["delayedOperation"], buckets=LATENCY_BUCKETS, registry=registry)
+        registry.register(_ScrapeCollector(broker))
+        self._loop = broker.loop
+
+    # -- hooks called by broker/connection.py: keep them cheap -------------------------------
+
+    def on_request(self, slot, request) -> None:
+        slot.t0 = _perf()
+        self._loop.call_soon(_mark_start, slot)  # runs just before the handler task's first step
+        if request.api_key == PRODUCE:
+            slot.m = _produce_sizes(request.body)
+
+    def on_response(self, slot, body) -> None:
+        slot.t1 = _perf()
+        api = slot.api_key
+        name = self._api_name.get(api) or f"Api{api}"
+        if body is not None:
+            counts: dict = {}
+            _count_errors(body, counts)
+            for code, n in counts.items():
+                self.errors.labels(name, self._error_name.get(code) or str(code)).inc(n)
+            if api == FETCH:
+                self._fetched(body)
+            elif api == PRODUCE and slot.m:
+                self._produced(slot.m, body)
+        elif api == PRODUCE and slot.m:  # acks=0: no response, count what was sent
+            for topic, _, nbytes, nrecords in slot.m:
+                self.bytes_in.labels(topic).inc(nbytes)
+                self.messages_in.labels(topic).inc(nrecords)
+
+    def on_sent(self, slot) -> None:
+        t0 = getattr(slot, "t0", None)
+        if t0 is None:
+            return  # an answer the broker made up (ApiVersions fallback)
+        now = _perf()
+        name = self._api_name.get(slot.api_key) or f"Api{slot.api_key}"
+        self.requests.labels(name, str(slot.api_version)).inc()
+        start = slot.ts or t0
+        t1 = slot.t1 or now
+        self.queue_time.labels(name).observe(start - t0)
+        self.local_time.labels(name).observe(t1 - start)
+        self.send_time.labels(name).observe(now - t1)
+        self.total_time.labels(name).observe(now - t0)
+        if slot.api_key == FETCH and t1 - start > 0.002:
+            self._fetch_waits.labels("Fetch").observe(t1 - start)
+
+    def on_fsync(self, seconds: float) -> None:
+        self.fsync.observe(seconds)
+
+    def _fetched(self, body: dict) -> None:
+        for t in body.get("responses") or ():
+            nbytes = nrecords = 0
+            for p in t["partitions"]:
+                records = p.get("records")
+                if records and type(records) is list:
+                    for chunk in records:
+                        nbytes += len(chunk)
+                        nrecords += _records_in(chunk)
+            if nbytes:
+                topic = t["topic"]
+                self.bytes_out.labels(topic).inc(nbytes)
+                self.messages_out.labels(topic).inc(nrecords)
+
+    def _produced(self, sizes: list, body: dict) -> None:
+        ok = {(t["name"], p["index"]) for t in body.get("responses") or () for p in t["partition_responses"]
+              if p["error_code"] == 0}
+        for topic, index, nbytes, nrecords in sizes:
+            if (topic, index) in ok:
+                self.bytes_in.labels(topic).inc(nbytes)
+                self.messages_in.labels(topic).inc(nrecords)
+
+    def render(self) -> bytes:
+        from prometheus_client import generate_latest
+
+        return generate_latest(self.registry)
+
+
+def _mark_start(slot) -> None:
+    slot.ts = _perf()
+
+
+def _produce_sizes(body: dict) -> list:
+    out = []
+    for t in body.get("topic_data") or ():
+        for p in t.get("partition_data") or ():
+            records = p.get("records")
+            if records is not None and len(records) >= 61:
+                # A v2 batch: record count is the int32 at byte 57.
+                out.append((t["name"], p["index"], len(records), int.from_bytes(records[57:61], "big")))
+    return out
+
+
+def _records_in(chunk) -> int:
+    """Records in the whole v2 batches of a fetched chunk (headers only, nothing decoded)."""
+    n = 0
+    pos = 0
+    size = len(chunk)
+    while pos + 61 <= size:
+        length = int.from_bytes(chunk[pos + 8:pos + 12], "big")
+        n += int.from_bytes(chunk[pos + 57:pos + 61], "big")
+        pos += 12 + length
+    return n
+
+
+class _ScrapeCollector:
+    """Gauges computed when /metrics is scraped."""
+
+    def __init__(self, broker):
+        self.broker = broker
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        broker = self.broker
+
+        def gauge(name, doc, labels=()):
+            return GaugeMetricFamily(name, doc, labels=list(labels))
+
+        conns = gauge("kafka_server_socketservermetrics_connection_count", "Open client connections "
+                      "(Kafka: socket-server-metrics connection-count).")
+        conns.add_metric([], len(broker.connections))
+        yield conns
+        pending = gauge("kafka_network_requestchannel_requestqueuesize", "Requests received and not yet answered "
+                        "(Kafka: RequestChannel RequestQueueSize).")
+        pending.add_metric([], sum(c.in_flight for c in list(broker.connections)))
+        yield pending
+        waiting = gauge("kafka_server_delayedoperationpurgatory_purgatorysize", "Fetches parked waiting for data "
+                        "(Kafka: DelayedOperationPurgatory PurgatorySize).", ["delayedOperation"])
+        waiting.add_metric(["Fetch"], _parked_fetches(broker))
+        yield waiting
+        uptime = gauge("minikafka_uptime_seconds", "Seconds since the broker started.")
+        uptime.add_metric([], max(broker.clock() - broker.started_at, 0.0))
+        yield uptime
+        ready = gauge("minikafka_ready", "1 when the broker listens and every coordinator is loaded.")
+        ready.add_metric([], 1.0 if views.coordinators_loaded(broker) else 0.0)
+        yield ready
+
+        if broker.controller is None:
+            return
+        topics = gauge("kafka_controller_kafkacontroller_globaltopiccount", "Topics (Kafka: GlobalTopicCount).")
+        topics.add_metric([], len(broker.controller.topics))
+        yield topics
+        names = ("topic", "partition")
+        fams = {
+            "start": gauge("kafka_log_log_logstartoffset", "First offset in the log (Kafka: Log LogStartOffset).",
+                           names),
+            "end": gauge("kafka_log_log_logendoffset", "Next offset to be written (Kafka: Log LogEndOffset).", names),
+            "hw": gauge("kafka_cluster_partition_highwatermark", "High watermark.", names),
+            "lso": gauge("kafka_cluster_partition_laststableoffset", "Last stable offset (read_committed bound).",
+                         names),
+            "size": gauge("kafka_log_log_size", "Bytes of the log's segments (Kafka: Log Size).", names),
+            "segments": gauge("kafka_log_log_numlogsegments", "Segments (Kafka: Log NumLogSegments).", names),
+        }
+        partitions = 0
+        for v in views.all_partitions(broker):
+            partitions += 1
+            labels = [v.topic, str(v.partition)]
+            fams["start"].add_metric(labels, v.log_start)
+            fams["end"].add_metric(labels, v.log_end)
+            fams["hw"].add_metric(labels, v.high_watermark)
+            fams["lso"].add_metric(labels, v.last_stable)
+            fams["size"].add_metric(labels, v.size)
+            fams["segments"].add_metric(labels, v.segments)
+        yield from fams.values()
+        count = gauge("kafka_controller_kafkacontroller_globalpartitioncount", "Partitions "
+                      "(Kafka: GlobalPartitionCount).")
+        count.add_metric([], partitions)
+        yield count
+
+        by_state = gauge("kafka_coordinator_group_groupmetadatamanager_numgroups", "Groups per state (Kafka: "
+                         "GroupMetadataManager NumGroupsStable, NumGroupsEmpty, ...).", ["state"])
+        members = gauge("kafka_consumergroup_members", "Members of a group (kafka_exporter).", ["consumergroup"])
+        current = gauge("kafka_consumergroup_current_offset", "Committed offset (kafka_exporter).",
+                        ["consumergroup", "topic", "partition"])
+        lag = gauge("kafka_consumergroup_lag", "High watermark minus committed offset, computed by the broker "
+                    "(kafka_exporter's name).", ["consumergroup", "topic", "partition"])
+        lag_sum = gauge("kafka_consumergroup_lag_sum", "Lag summed over a group's partitions (kafka_exporter).",
+                        ["consumergroup"])
+        states: dict[str, int] = {s: 0 for s in ("PreparingRebalance", "CompletingRebalance", "Stable", "Empty",
+                                                 "Dead")}
+        for g in views.groups(broker):
+            gid = g["group_id"]
+            states[g["group_state"]] = states.get(g["group_state"], 0) + 1
+            desc = views.describe_group(broker, gid)
+            members.add_metric([gid], len(desc["members"]) if desc else 0)
+            total = 0
+            for row in views.group_lag(broker, gid):
+                labels = [gid, row["topic"], str(row["partition"])]
+                current.add_metric(labels, row["committed_offset"])
+                lag.add_metric(labels, row["lag"])
+                total += row["lag"]
+            lag_sum.add_metric([gid], total)
+        for state, n in states.items():
+            by_state.add_metric([state], n)
+        yield from (by_state, members, current, lag, lag_sum)
+
+
+def _parked_fetches(broker) -> int:
+    waiting = getattr(broker.append_waiters, "waiting", None)
+    return waiting() if waiting is not None else 0
+
+
+async def _metrics(request):
+    from aiohttp import web
+    from prometheus_client import CONTENT_TYPE_LATEST
+
+    from .server import broker_key
+
+    broker = request.app[broker_key()]
+    body = broker.metrics.render()
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def setup(app, broker) -> None:
+    from minikafka.storage import log as storage_log
+
+    broker.metrics = BrokerMetrics(broker)
+    observer = broker.metrics.on_fsync
+    storage_log.add_fsync_observer(observer)
+
+    async def cleanup(_app) -> None:
+        storage_log.remove_fsync_observer(observer)
+
+    app.on_cleanup.append(cleanup)
+    app.router.add_get("/metrics", _metrics)
