@@ -8,3 +8,4 @@ created on a thread (the embedded broker), which raises.
 from aiohttp import web
 
 BROKER_KEY = web.AppKey("broker", object)
+CONSOLE_KEY = web.AppKey("console", object)  # the console's state (broker/http/console.py)

@@ -138,7 +138,9 @@ class Console:
 
 
 def _console(request) -> Console:
-    return request.app[_CONSOLE_KEY]
+    from .appkey import CONSOLE_KEY
+
+    return request.app[CONSOLE_KEY]
 
 
 def _totals(broker) -> dict:
@@ -497,16 +499,10 @@ async def reset(request):
     raise web.HTTPSeeOther(f"/groups/{quote(group_id)}?notice=" + quote(f"offsets reset for {len(plan)} partitions"))
 
 
-_CONSOLE_KEY = None
-
-
 def setup(app, broker) -> None:
-    from aiohttp import web
+    from .appkey import CONSOLE_KEY
 
-    global _CONSOLE_KEY
-    if _CONSOLE_KEY is None:
-        _CONSOLE_KEY = web.AppKey("console", Console)
-    app[_CONSOLE_KEY] = Console(broker)
+    app[CONSOLE_KEY] = Console(broker)
     app.router.add_get("/", overview)
     app.router.add_get("/api/overview", overview_api)
     app.router.add_get("/topics", topics)
