@@ -133,13 +133,24 @@ class _Member:
         self._thread.join(15)
 
 
-def _until(predicate, timeout=30.0, what="condition"):
+def _until(predicate, timeout=30.0, what="condition", state=None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
         time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}" + (f"; state: {state()}" if state else ""))
+
+
+def _group_state(control, group, members):
+    """What a failed wait shows: the broker's view of the group and each client's assignment."""
+    def state():
+        try:
+            described = control.describe_group(group)
+        except ControlError as exc:
+            described = repr(exc)
+        return {"group": described, "assignments": [sorted(map(tuple, m.assignment)) for m in members]}
+    return state
 
 
 def _stable(control, group, members):
@@ -162,8 +173,11 @@ def test_kafka_python_group_rebalances_when_a_session_is_expired_from_the_api(ka
         assert control.expire_member(group, victim) == [victim]
         after = control.describe_group(group)
         assert victim not in after["members"] and after["state"] == "PreparingRebalance"
+        # A consumer rejoins only from its poll loop: on a loaded 2-core CI machine that is slow, hence
+        # the generous bound (the wait ends as soon as the group is Stable again).
         _until(lambda: (d := _stable(control, group, 2)) and d["generation"] > before["generation"]
-               and all(len(m.assignment) == 1 for m in members), what="the rebalance after the expiry")
+               and all(len(m.assignment) == 1 for m in members), timeout=60.0,
+               what="the rebalance after the expiry", state=_group_state(control, group, members))
         final = control.describe_group(group)
         assert victim not in final["members"]  # the expired client rejoined under a new member id
     finally:
