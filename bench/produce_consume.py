@@ -63,7 +63,7 @@ def metadata_answered(port: int) -> bool:
 
 
 class BrokerProcess:
-    def __init__(self, name: str, argv_for_port, workdir: Path):
+    def __init__(self, name: str, argv_for_port, workdir: Path, cwd: Path = ROOT):
         self.name = name
         self.port = free_port()
         self.log = open(workdir / f"{name}-{self.port}.log", "wb")
@@ -71,7 +71,7 @@ class BrokerProcess:
         # some sandboxes switch off through PYTHONDONTWRITEBYTECODE (then every start recompiles).
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         started = time.perf_counter()
-        self.proc = subprocess.Popen(argv_for_port(self.port), stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT,
+        self.proc = subprocess.Popen(argv_for_port(self.port), stdout=self.log, stderr=subprocess.STDOUT, cwd=cwd,
                                      env=env)
         deadline = started + 30
         while not metadata_answered(self.port):

@@ -51,8 +51,16 @@ def validator_rows(runs: int) -> list[str]:
     return rows
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far: unlike throughput, barely moved by other jobs
+    sharing the machine (they take wall time from the broker, not instructions)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def end_to_end(runs: int, baseline_python: str, count: int) -> list[str]:
     results: dict[str, list[float]] = {"validating": [], "baseline": []}
+    cpu: dict[str, list[float]] = {"validating": [], "baseline": []}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         for run in range(runs):
@@ -61,17 +69,27 @@ def end_to_end(runs: int, baseline_python: str, count: int) -> list[str]:
                 argv = lambda port, python=python, data=data: [  # noqa: E731
                     python, "-m", "minikafka", "serve", "--host", "127.0.0.1", "--port", str(port),
                     "--data-dir", str(data), "--log-level", "WARNING"]
-                broker = BrokerProcess(name, argv, tmp)
+                # Each broker starts in its own checkout: `python -m minikafka` looks in the current
+                # directory first, so the baseline started here would import this checkout's code.
+                cwd = Path(python).absolute().parents[2] if name == "baseline" else Path(__file__).resolve().parents[1]
+                broker = BrokerProcess(name, argv, tmp, cwd=cwd)
                 try:
                     create_topic(broker.bootstrap, "bench")
+                    cpu0 = _cpu_seconds(broker.proc.pid)
                     results[name].append(produce(broker.bootstrap, "bench", count, 1024, "1")["mb_per_s"])
+                    cpu[name].append((_cpu_seconds(broker.proc.pid) - cpu0) / count * 1e6)
                 finally:
                     broker.stop()
     v, b = statistics.median(results["validating"]), statistics.median(results["baseline"])
-    return ["| broker | 1 KiB produce MB/s (median) | runs |", "|---|---|---|",
-            f"| validating (this checkout) | {v:.1f} | {', '.join(f'{x:.0f}' for x in results['validating'])} |",
-            f"| baseline ({baseline_python}) | {b:.1f} | {', '.join(f'{x:.0f}' for x in results['baseline'])} |",
-            f"| ratio | {v / b:.3f} | |"]
+    vc, bc = statistics.median(cpu["validating"]), statistics.median(cpu["baseline"])
+    runs_of = lambda xs, f: ", ".join(f.format(x) for x in xs)  # noqa: E731
+    return ["| broker | 1 KiB produce MB/s (median) | runs | broker CPU us per record (median) | runs |",
+            "|---|---|---|---|---|",
+            f"| validating (this checkout) | {v:.1f} | {runs_of(results['validating'], '{:.0f}')} | {vc:.2f} | "
+            f"{runs_of(cpu['validating'], '{:.2f}')} |",
+            f"| baseline ({baseline_python}) | {b:.1f} | {runs_of(results['baseline'], '{:.0f}')} | {bc:.2f} | "
+            f"{runs_of(cpu['baseline'], '{:.2f}')} |",
+            f"| ratio validating/baseline | {v / b:.3f} | | {vc / bc:.3f} | |"]
 
 
 def main() -> None:
