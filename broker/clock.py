@@ -72,14 +72,65 @@ class CallableClock(BrokerClock):
         return int(self._fn() * 1000) + self.offset_ms
 
 
+class KeyedDeadlines:
+    """Callbacks under keys with deadlines, earliest first; scheduling under a key again replaces
+    its entry (Kafka's ``CoordinatorTimer`` semantics).  Replaced and cancelled entries stay in the
+    heap until they reach its top, where a sequence number tells them apart from the live one.
+    Shared by the broker's timer service and the coordinators' ``MockTimer``; they differ only in
+    how they read the time while firing."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, Hashable]] = []
+        self._live: dict[Hashable, tuple[int, int, Callback]] = {}
+        self._seq = itertools.count()
+
+    def put(self, key: Hashable, deadline: int, callback: Callback) -> None:
+        seq = next(self._seq)
+        self._live[key] = (deadline, seq, callback)
+        heapq.heappush(self._heap, (deadline, seq, key))
+
+    def cancel(self, key: Hashable) -> None:
+        self._live.pop(key, None)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._live
+
+    def deadline(self, key: Hashable) -> int | None:
+        entry = self._live.get(key)
+        return None if entry is None else entry[0]
+
+    def keys(self) -> list[Hashable]:
+        return list(self._live)
+
+    def earliest(self) -> int | None:
+        """The earliest live deadline, dropping dead entries off the top on the way."""
+        while self._heap:
+            deadline, seq, key = self._heap[0]
+            entry = self._live.get(key)
+            if entry is not None and entry[1] == seq:
+                return deadline
+            heapq.heappop(self._heap)
+        return None
+
+    def pop_due(self, now_ms: int) -> tuple[int, Hashable, Callback] | None:
+        """Remove and return the earliest live entry whose deadline is at or before ``now_ms``."""
+        deadline = self.earliest()
+        if deadline is None or deadline > now_ms:
+            return None
+        _, _, key = heapq.heappop(self._heap)
+        return deadline, key, self._live.pop(key)[2]
+
+    def clear(self) -> None:
+        self._live.clear()
+        self._heap.clear()
+
+
 class TimerService:
     def __init__(self, clock: BrokerClock, loop=None,
                  on_error: Callable[[BaseException], None] | None = None) -> None:
         self.clock = clock
         self._loop = loop
-        self._heap: list[tuple[int, int, Hashable]] = []
-        self._live: dict[Hashable, tuple[int, int, Callback]] = {}
-        self._seq = itertools.count()
+        self._deadlines = KeyedDeadlines()
         self._handle = None
         self._armed_for: int | None = None
         self._on_error = on_error
@@ -93,24 +144,21 @@ class TimerService:
 
     def schedule(self, key: Hashable, delay_ms: int, callback: Callback) -> None:
         deadline = self.clock.now_ms() + max(int(delay_ms), 0)
-        seq = next(self._seq)
-        self._live[key] = (deadline, seq, callback)
-        heapq.heappush(self._heap, (deadline, seq, key))
+        self._deadlines.put(key, deadline, callback)
         if self._armed_for is None or deadline < self._armed_for:
             self._arm()
 
     def cancel(self, key: Hashable) -> None:
-        self._live.pop(key, None)
+        self._deadlines.cancel(key)
 
     def is_scheduled(self, key: Hashable) -> bool:
-        return key in self._live
+        return key in self._deadlines
 
     def deadline(self, key: Hashable) -> int | None:
-        entry = self._live.get(key)
-        return None if entry is None else entry[0]
+        return self._deadlines.deadline(key)
 
     def keys(self) -> list[Hashable]:
-        return list(self._live)
+        return self._deadlines.keys()
 
     def scope(self, name: str) -> "TimerScope":
         return TimerScope(self, name)
@@ -120,19 +168,11 @@ class TimerService:
     def run_due(self) -> int:
         """Fire every live timeout whose deadline has passed, earliest first; returns how many."""
         fired = 0
-        while self._heap:
-            deadline, seq, key = self._heap[0]
-            entry = self._live.get(key)
-            if entry is None or entry[1] != seq:
-                heapq.heappop(self._heap)  # cancelled or replaced
-                continue
-            if deadline > self.clock.now_ms():
-                break
-            heapq.heappop(self._heap)
-            del self._live[key]
+        while (due := self._deadlines.pop_due(self.clock.now_ms())) is not None:
+            _, key, callback = due
             fired += 1
             try:
-                entry[2]()
+                callback()
             except Exception as exc:  # one failing timeout must not stop the others
                 if self._on_error is not None:
                     self._on_error(exc)
@@ -148,16 +188,10 @@ class TimerService:
         self._armed_for = None
         if self._loop is None or self._loop.is_closed():
             return
-        while self._heap:
-            deadline, seq, key = self._heap[0]
-            entry = self._live.get(key)
-            if entry is None or entry[1] != seq:
-                heapq.heappop(self._heap)
-                continue
-            delay = max(deadline - self.clock.now_ms(), 0) / 1000.0
+        deadline = self._deadlines.earliest()
+        if deadline is not None:
             self._armed_for = deadline
-            self._handle = self._loop.call_later(delay, self._on_alarm)
-            return
+            self._handle = self._loop.call_later(max(deadline - self.clock.now_ms(), 0) / 1000.0, self._on_alarm)
 
     def _on_alarm(self) -> None:
         self._handle = None
@@ -168,8 +202,7 @@ class TimerService:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
-        self._live.clear()
-        self._heap.clear()
+        self._deadlines.clear()
 
 
 class TimerScope:

@@ -17,10 +17,10 @@ broker object without a timer service.
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import time
 from typing import Callable, Hashable, Protocol
+
+from minikafka.broker.clock import KeyedDeadlines
 
 Callback = Callable[[], None]
 
@@ -98,44 +98,34 @@ class MockTimer:
 
     def __init__(self, clock: FakeClock | None = None) -> None:
         self.clock = clock if clock is not None else FakeClock()
-        self._heap: list[tuple[int, int, Hashable]] = []
-        self._live: dict[Hashable, tuple[int, int, Callback]] = {}
-        self._seq = itertools.count()
+        self._deadlines = KeyedDeadlines()
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
 
     def schedule(self, key: Hashable, delay_ms: int, callback: Callback) -> None:
-        deadline = self.clock.now_ms() + max(delay_ms, 0)
-        seq = next(self._seq)
-        self._live[key] = (deadline, seq, callback)
-        heapq.heappush(self._heap, (deadline, seq, key))
+        self._deadlines.put(key, self.clock.now_ms() + max(delay_ms, 0), callback)
 
     def cancel(self, key: Hashable) -> None:
-        self._live.pop(key, None)
+        self._deadlines.cancel(key)
 
     def is_scheduled(self, key: Hashable) -> bool:
-        return key in self._live
+        return key in self._deadlines
 
     def deadline(self, key: Hashable) -> int | None:
-        entry = self._live.get(key)
-        return None if entry is None else entry[0]
+        return self._deadlines.deadline(key)
 
     def keys(self) -> list[Hashable]:
-        return list(self._live)
+        return self._deadlines.keys()
 
     def advance(self, ms: int = 0) -> int:
         """Move time forward by ``ms`` and fire expired timeouts in order; returns how many fired."""
         target = self.clock.now_ms() + ms
         fired = 0
-        while self._heap and self._heap[0][0] <= target:
-            deadline, seq, key = heapq.heappop(self._heap)
-            entry = self._live.get(key)
-            if entry is None or entry[1] != seq:
-                continue  # cancelled or replaced
-            del self._live[key]
+        while (due := self._deadlines.pop_due(target)) is not None:
+            deadline, _, callback = due
             self.clock.set(max(deadline, self.clock.now_ms()))
-            entry[2]()
+            callback()
             fired += 1
         self.clock.set(target)
         return fired
