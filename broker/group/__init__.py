@@ -12,6 +12,9 @@ Layout (one concern per module):
                     (classic groups, offsets, transactional offsets).
 * ``consumer``    - KIP-848 consumer groups in the same shard (mixed in): heartbeat, epochs, target
                     assignment, reconciliation, describe; replayed through the shard's one ``replay``.
+* ``migration``   - KIP-848 online migration (mixed in): classic <-> consumer group conversions and the
+                    classic members of a consumer group (JoinGroup/SyncGroup/Heartbeat/LeaveGroup).
+* ``embedded``    - the consumer protocol's Subscription/Assignment inside classic group payloads.
 * ``assignors``   - the server-side assignors of consumer groups (``uniform``, ``range``).
 * ``coordinator`` - routes group ids to shards and owns them.
 * ``apis``        - the asyncio request handlers (FindCoordinator, JoinGroup, ConsumerGroupHeartbeat, ...),

@@ -40,6 +40,7 @@ from minikafka.protocol.records import (
 
 from .classic import ClassicGroup, GroupError
 from .consumer import ConsumerConfig, ConsumerGroupsMixin
+from .migration import MigrationMixin
 from .member import EMPTY_ASSIGNMENT, Member, Respond
 from .records import (
     ConsumerGroupKey,
@@ -189,8 +190,9 @@ def every_partition(topics: list, code: ErrorCode) -> dict:
         {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]}
         for t in topics]}
 
-class CoordinatorShard(ConsumerGroupsMixin):
-    """Classic groups and offsets here; KIP-848 consumer groups in ``consumer.ConsumerGroupsMixin``."""
+class CoordinatorShard(ConsumerGroupsMixin, MigrationMixin):
+    """Classic groups and offsets here; KIP-848 consumer groups in ``consumer.ConsumerGroupsMixin``; classic
+    members inside consumer groups and conversions between the two in ``migration.MigrationMixin``."""
 
     def __init__(self, partition: int, log_: OffsetsLog, timer: Timer, clock: Clock,
                  config: GroupConfig | None = None, consumer_config: ConsumerConfig | None = None) -> None:
@@ -402,9 +404,13 @@ class CoordinatorShard(ConsumerGroupsMixin):
         consumer = self.consumer_groups.get(request["group_id"])
         if consumer is not None:
             if consumer.members:
-                # Kafka lets classic members join a non-empty consumer group (online migration); not
-                # implemented here (SKIPPED.md): the group's protocol is inconsistent with theirs.
-                respond(join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request["member_id"]))
+                # Online migration: classic members live in a non-empty consumer group (``migration``).
+                session_timeout = request["session_timeout_ms"]
+                if not (self.config.min_session_timeout_ms <= session_timeout <= self.config.max_session_timeout_ms):
+                    respond(join_error(ErrorCode.INVALID_SESSION_TIMEOUT, request["member_id"]))
+                    return
+                self._execute(self._classic_join_to_consumer_group(consumer, request, api_version, client_id or "",
+                                                                   client_host, respond))
                 return
             # An empty consumer group becomes a classic group whatever the migration policy (its offsets stay).
             log.info("group %s: empty consumer group converted to a classic group", request["group_id"])
@@ -754,6 +760,9 @@ class CoordinatorShard(ConsumerGroupsMixin):
         self._execute(self._sync(request, respond))
 
     def _sync(self, request: dict, respond: Respond) -> CoordinatorResult:
+        consumer = self.consumer_groups.get(request["group_id"])
+        if consumer is not None:
+            return self._classic_sync_to_consumer_group(consumer, request, respond)
         group = self.groups.get(request["group_id"])
         if group is None:
             respond(sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
@@ -875,6 +884,9 @@ class CoordinatorShard(ConsumerGroupsMixin):
         return self._execute(self._heartbeat(request))
 
     def _heartbeat(self, request: dict) -> CoordinatorResult:
+        consumer = self.consumer_groups.get(request["group_id"])
+        if consumer is not None:
+            return self._classic_heartbeat_to_consumer_group(consumer, request)
         group = self.groups.get(request["group_id"])
         if group is None:
             return _empty({"error_code": ErrorCode.UNKNOWN_MEMBER_ID})
@@ -900,6 +912,9 @@ class CoordinatorShard(ConsumerGroupsMixin):
         return self._execute(self._leave(group_id, members))
 
     def _leave(self, group_id: str, members: list[dict]) -> CoordinatorResult:
+        consumer = self.consumer_groups.get(group_id)
+        if consumer is not None:
+            return self._classic_leave_to_consumer_group(consumer, members)
         group = self.groups.get(group_id)
         if group is None:
             return _empty({"error_code": ErrorCode.NONE, "members": [
