@@ -325,6 +325,13 @@ class ConsumerConfig:
                    migration_policy=str(get("group.consumer.migration.policy", "bidirectional")).lower())
 
 
+def _member_tombstones(group_id: str, member_id: str) -> list:
+    """A member's three records deleted, in Kafka's order (current assignment first)."""
+    return [(_key("ConsumerGroupCurrentMemberAssignment", group_id, member_id), None),
+            (_key("ConsumerGroupTargetAssignmentMember", group_id, member_id), None),
+            (_key("ConsumerGroupMemberMetadata", group_id, member_id), None)]
+
+
 def _validate_member_epoch(member: ConsumerMember, epoch: int) -> Optional[ErrorCode]:
     """A classic member's generation is its member epoch, and a mismatch gets the classic error."""
     if epoch != member.member_epoch:
@@ -489,11 +496,7 @@ class ConsumerGroupsMixin:
         """Tombstones for a member and a bumped group epoch, so the others get its partitions."""
         gid = group.group_id
         self._cancel_member_timers(gid, member_id)
-        return [
-            (_key("ConsumerGroupCurrentMemberAssignment", gid, member_id), None),
-            (_key("ConsumerGroupTargetAssignmentMember", gid, member_id), None),
-            (_key("ConsumerGroupMemberMetadata", gid, member_id), None),
-        ] + ([(_key("ConsumerGroupMetadata", gid), ConsumerGroupValue("ConsumerGroupMetadata",
+        return _member_tombstones(gid, member_id) + ([(_key("ConsumerGroupMetadata", gid), ConsumerGroupValue("ConsumerGroupMetadata",
                                                                       {"epoch": group.group_epoch + 1}))]
              if bump else [])
 

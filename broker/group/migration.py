@@ -45,6 +45,7 @@ from .consumer import (
     _HeartbeatError,
     _join_key,
     _key,
+    _member_tombstones,
     _sync_key,
     _to_wire,
 )
@@ -183,7 +184,7 @@ class MigrationMixin:
         classic.subscribed_topics = classic.compute_subscribed_topics()
 
         for mid in group.members:
-            records.extend(self._remove_member_records(group, mid, bump=False))
+            records.extend(_member_tombstones(gid, mid))  # timers end with the group, once appended
         records.extend(self.consumer_group_records_for_delete(gid))
         records.append(self._group_metadata_record(classic, classic.group_assignment()))
 

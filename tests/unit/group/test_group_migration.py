@@ -298,3 +298,31 @@ def test_classic_requests_to_a_consumer_group_are_validated():
     left = cg.shard.leave_group("g", [{"member_id": a}, {"member_id": "n"}])
     assert [m["error_code"] for m in left["members"]] == [E.NONE, E.UNKNOWN_MEMBER_ID]
     assert a not in cg.group().members and cg.group().group_epoch == 3
+
+
+def test_a_failed_append_leaves_the_classic_group_as_it_was():
+    from minikafka.protocol.errors import KafkaError
+    cg = Mixed()
+    a, b = cg.classic_pair()
+    cg.log.fail_with = KafkaError(E.NOT_LEADER_OR_FOLLOWER)
+    r = cg.hb("n", 0)
+    assert r["error_code"] == E.NOT_COORDINATOR
+    assert "g" not in cg.shard.consumer_groups and set(cg.shard.groups["g"].members) == {a, b}
+    cg.log.fail_with = None
+    cg.timer.advance(20000)  # the session timers armed for the conversion find no consumer group
+    assert "g" not in cg.shard.consumer_groups
+
+
+def test_an_upgrade_mid_rebalance_answers_the_parked_requests():
+    cg = Mixed()
+    a, b = cg.classic_pair()
+    parked = []
+    cg.shard.join_group({"group_id": "g", "member_id": a, "session_timeout_ms": 10000, "rebalance_timeout_ms": 20000,
+                         "group_instance_id": None, "protocol_type": "consumer",
+                         "protocols": [{"name": "range", "metadata": sub({0, 1, 2}, topics=("t1", "t2"))}]},
+                        api_version=5, client_id="classic", client_host="h", respond=parked.append)
+    assert not parked and cg.shard.groups["g"].state is GroupState.PREPARING_REBALANCE
+    assert cg.hb("n", 0)["error_code"] == E.NONE
+    assert parked[0]["error_code"] == E.REBALANCE_IN_PROGRESS
+    # Still at generation 1 with its last assignment; it rejoins the consumer group like any classic member.
+    assert cg.group().members[a].member_epoch == 1 and cg.group().members[a].assigned == {T1: {0, 1, 2}}
