@@ -43,6 +43,7 @@ from minikafka.protocol.errors import ErrorCode
 
 from .assignors import ASSIGNORS, Assignment
 from .records import ConsumerGroupKey, ConsumerGroupValue, GroupMetadataKey
+from .result import CoordinatorResult
 
 log = logging.getLogger("minikafka.group")
 
@@ -471,7 +472,6 @@ class ConsumerGroupsMixin:
                        lambda: self._fence_by_timer(group_id, member_id, "revocation timeout"))
 
     def _fence_by_timer(self, group_id: str, member_id: str, why: str):
-        from .shard import CoordinatorResult
         group = self.consumer_groups.get(group_id)
         if group is None or member_id not in group.members:
             return CoordinatorResult()
@@ -481,7 +481,6 @@ class ConsumerGroupsMixin:
     def _fence_members(self, group: ConsumerGroup, member_ids: set[str], response, records=None):
         """Remove members; the group becomes a classic group again when only classic members remain
         and the migration policy allows it (``migration._maybe_downgrade``)."""
-        from .shard import CoordinatorResult
         records = [] if records is None else records
         downgrade = self._maybe_downgrade(group, member_ids, response, records)
         if downgrade is not None:
@@ -511,7 +510,6 @@ class ConsumerGroupsMixin:
         return self._execute(self._consumer_heartbeat(request, api_version, client_id or "", client_host))
 
     def _consumer_heartbeat(self, request: dict, api_version: int, client_id: str, client_host: str):
-        from .shard import CoordinatorResult
         try:
             return self._consumer_heartbeat_checked(request, api_version, client_id, client_host)
         except _HeartbeatError as exc:
@@ -573,7 +571,6 @@ class ConsumerGroupsMixin:
         return ConsumerGroup(group_id)
 
     def _consumer_heartbeat_checked(self, request: dict, api_version: int, client_id: str, client_host: str):
-        from .shard import CoordinatorResult
         self._validate_heartbeat(request, api_version)
         group_id, epoch = request["group_id"], request["member_epoch"]
         member_id = request["member_id"] or str(uuid.uuid4())
@@ -771,7 +768,6 @@ class ConsumerGroupsMixin:
 
     def _consumer_leave(self, group: ConsumerGroup, member_id: str, instance_id: Optional[str], epoch: int,
                         records: list):
-        from .shard import CoordinatorResult
         member = group.members.get(member_id)
         if member is None and instance_id is not None:
             member = group.static_member(instance_id)

@@ -52,6 +52,7 @@ from .consumer import (
 from .embedded import EmbeddedProtocolError, encode_assignment, parse_assignment, parse_subscription, version_of
 from .member import Member, Respond
 from .records import ConsumerGroupValue, GroupMetadataKey
+from .result import CoordinatorResult, join_error, sync_error
 from .state import GroupState
 
 log = logging.getLogger("minikafka.group")
@@ -120,8 +121,8 @@ class MigrationMixin:
         log.info("group %s: classic group (generation %d, %d members) converted to a consumer group",
                  gid, generation, len(group.members))
         for m in classic.all_members():
-            classic.complete_join(m, _join_error(ErrorCode.REBALANCE_IN_PROGRESS, m.member_id))
-            classic.complete_sync(m, _sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
+            classic.complete_join(m, join_error(ErrorCode.REBALANCE_IN_PROGRESS, m.member_id))
+            classic.complete_sync(m, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
         records.append((GroupMetadataKey(gid), None))
         records.extend(self._consumer_group_records(group))
         for member in group.members.values():
@@ -149,7 +150,6 @@ class MigrationMixin:
     def _maybe_downgrade(self, group: ConsumerGroup, leaving: set[str], response, records: list):
         """A CoordinatorResult that converts ``group`` to a classic group without ``leaving``, or None
         when it stays a consumer group (Kafka's validateOnlineDowngrade... and convertToClassicGroup)."""
-        from .shard import CoordinatorResult
         gid = group.group_id
         remaining = [m for mid, m in group.members.items() if mid not in leaving]
         if not remaining or not all(m.uses_classic_protocol for m in remaining):
@@ -241,7 +241,6 @@ class MigrationMixin:
 
     def _classic_join_to_consumer_group(self, group: ConsumerGroup, request: dict, api_version: int,
                                         client_id: str, client_host: str, respond: Respond):
-        from .shard import CoordinatorResult
         gid = group.group_id
         member_id = request["member_id"]
         instance_id = request.get("group_instance_id")
@@ -257,7 +256,7 @@ class MigrationMixin:
                 raise _HeartbeatError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
             if unknown and instance_id is None and api_version >= 4:
                 # KIP-394, as for classic groups: hand out the id first; the member exists once it rejoins.
-                respond(_join_error(ErrorCode.MEMBER_ID_REQUIRED, member_id))
+                respond(join_error(ErrorCode.MEMBER_ID_REQUIRED, member_id))
                 return CoordinatorResult()
             try:
                 subscription = parse_subscription(protocols[0][1])
@@ -287,7 +286,7 @@ class MigrationMixin:
             else:
                 updated = ConsumerMember(member_id)
         except _HeartbeatError as exc:
-            respond(_join_error(exc.code, request["member_id"]))
+            respond(join_error(exc.code, request["member_id"]))
             return CoordinatorResult()
 
         session = request["session_timeout_ms"]
@@ -316,7 +315,7 @@ class MigrationMixin:
 
         def on_appended(error: Optional[ErrorCode]):
             if error is not None:
-                respond(_join_error(error, member_id))
+                respond(join_error(error, member_id))
                 return None
             self.timer.cancel(_join_key(gid, member_id))
             self._schedule_session(gid, member_id, session)
@@ -329,7 +328,6 @@ class MigrationMixin:
         return CoordinatorResult(records, None, on_appended=on_appended)
 
     def _classic_sync_to_consumer_group(self, group: ConsumerGroup, request: dict, respond: Respond):
-        from .shard import CoordinatorResult
         gid = group.group_id
         try:
             member = self._classic_member(group, request["member_id"], request.get("group_instance_id"))
@@ -348,7 +346,7 @@ class MigrationMixin:
                                            version_of(member.classic.protocols[0][1]))
         except (_HeartbeatError, EmbeddedProtocolError) as exc:
             code = exc.code if isinstance(exc, _HeartbeatError) else ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-            respond(_sync_error(code))
+            respond(sync_error(code))
             return CoordinatorResult()
         self.timer.cancel(_sync_key(gid, member.member_id))
         self._schedule_session(gid, member.member_id)
@@ -357,7 +355,6 @@ class MigrationMixin:
         return CoordinatorResult()
 
     def _classic_heartbeat_to_consumer_group(self, group: ConsumerGroup, request: dict):
-        from .shard import CoordinatorResult
         gid = group.group_id
         try:
             member = self._classic_member(group, request["member_id"], request.get("group_instance_id"))
@@ -384,7 +381,6 @@ class MigrationMixin:
         return False
 
     def _classic_leave_to_consumer_group(self, group: ConsumerGroup, members: list[dict]):
-        from .shard import CoordinatorResult
         responses = []
         leaving: set[str] = set()
         for m in members:
@@ -413,12 +409,3 @@ class MigrationMixin:
             return CoordinatorResult(response=response)
         return self._fence_members(group, leaving, response)
 
-
-def _join_error(code: ErrorCode, member_id: str) -> dict:
-    from .shard import join_error
-    return join_error(code, member_id)
-
-
-def _sync_error(code: ErrorCode) -> dict:
-    from .shard import sync_error
-    return sync_error(code)
