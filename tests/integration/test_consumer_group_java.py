@@ -5,7 +5,7 @@ type, the third member leaves and its partitions move back, and the commits made
 there.  And online migration: a group of two Java consumers rolled one member at a time from the classic
 protocol (cooperative-sticky) to the consumer protocol, and back, while a producer writes.
 
-The Java programs is written into the test's temporary directory and compiled against the
+The Java programs are written into the test's temporary directory and compiled against the
 kafka-clients jar that ``make test`` unpacks.
 """
 
