@@ -147,11 +147,18 @@ class MigrationMixin:
 
     # == downgrade ===============================================================================
 
-    def _maybe_downgrade(self, group: ConsumerGroup, leaving: set[str], response, records: list):
+    def _maybe_downgrade(self, group: ConsumerGroup, leaving: set[str], response, records: list,
+                         joining: Optional[ConsumerMember] = None, on_converted=None):
         """A CoordinatorResult that converts ``group`` to a classic group without ``leaving``, or None
-        when it stays a consumer group (Kafka's validateOnlineDowngrade... and convertToClassicGroup)."""
+        when it stays a consumer group (Kafka's validateOnlineDowngrade... and convertToClassicGroup).
+
+        ``joining``: a classic static member replacing the one member in ``leaving``; it takes over that
+        member's target assignment and the group converts without a rebalance.  ``on_converted`` runs once
+        the classic group is installed."""
         gid = group.group_id
         remaining = [m for mid, m in group.members.items() if mid not in leaving]
+        if joining is not None:
+            remaining.append(joining)
         if not remaining or not all(m.uses_classic_protocol for m in remaining):
             return None
         if any(group.members[mid].uses_classic_protocol for mid in leaving if mid in group.members):
@@ -175,15 +182,17 @@ class MigrationMixin:
         try:
             classic.protocol_name = classic.select_protocol()
             for member in classic.all_members():
+                owner = next(iter(leaving)) if joining is not None and member.member_id == joining.member_id \
+                    else member.member_id
                 # The assignment is written in the version of the member's own subscription, as Kafka does.
-                member.assignment = encode_assignment(_names(group.target.get(member.member_id, {}), metadata),
+                member.assignment = encode_assignment(_names(group.target.get(owner, {}), metadata),
                                                       version_of(member.metadata(classic.protocol_name)))
         except (EmbeddedProtocolError, ValueError, KeyError) as exc:
             log.warning("group %s: cannot downgrade to a classic group: %s", gid, exc)
             return None
         classic.subscribed_topics = classic.compute_subscribed_topics()
 
-        for mid in group.members:
+        for mid in list(group.members) + ([joining.member_id] if joining is not None else []):
             records.extend(_member_tombstones(gid, mid))  # timers end with the group, once appended
         records.extend(self.consumer_group_records_for_delete(gid))
         records.append(self._group_metadata_record(classic, classic.group_assignment()))
@@ -197,8 +206,11 @@ class MigrationMixin:
             self.groups[gid] = classic
             for member in classic.all_members():
                 self._reschedule_heartbeat(classic, member)
-            # The classic members resynchronise through an ordinary classic rebalance.
-            self._execute(self._prepare_rebalance(classic))
+            if joining is None:
+                # The classic members resynchronise through an ordinary classic rebalance.
+                self._execute(self._prepare_rebalance(classic))
+            if on_converted is not None:
+                on_converted()
             return None
 
         return CoordinatorResult(records, response, replay=False, on_appended=on_appended)
@@ -313,6 +325,14 @@ class MigrationMixin:
                     "protocol_type": CONSUMER_PROTOCOL_TYPE, "protocol_name": protocols[0][0],
                     "leader": "", "skip_assignment": False, "member_id": member_id, "members": []}
 
+        if replaced is not None and not replaced.uses_classic_protocol:
+            # The last consumer-protocol member, replaced by a classic static member: back to classic.
+            downgrade = self._maybe_downgrade(group, {replaced.member_id}, None, records, joining=reconciled,
+                                              on_converted=lambda: respond(response))
+            if downgrade is not None:
+                downgrade.on_appended = _or_error(downgrade.on_appended, respond, member_id)
+                return downgrade
+
         def on_appended(error: Optional[ErrorCode]):
             if error is not None:
                 respond(join_error(error, member_id))
@@ -409,3 +429,12 @@ class MigrationMixin:
             return CoordinatorResult(response=response)
         return self._fence_members(group, leaving, response)
 
+
+def _or_error(on_appended, respond: Respond, member_id: str):
+    """``on_appended``, but a failed append answers the parked JoinGroup with the error."""
+    def run(error: Optional[ErrorCode]):
+        if error is not None:
+            respond(join_error(error, member_id))
+            return None
+        return on_appended(error)
+    return run

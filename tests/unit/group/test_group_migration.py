@@ -169,9 +169,9 @@ def test_a_group_with_malformed_embedded_protocol_is_not_upgraded():
     assert cg.shard.groups["g"].all_members()
 
 
-def _consumer_then_classic(cg: Mixed) -> str:
+def _consumer_then_classic(cg: Mixed, instance=None) -> str:
     """A consumer group of "n" joined by a classic member through JoinGroup (KIP-394 first)."""
-    assert cg.hb("n", 0)["error_code"] == E.NONE
+    assert cg.hb("n", 0, instance=instance)["error_code"] == E.NONE
     first = cg.join("", version=9)
     assert first["error_code"] == E.MEMBER_ID_REQUIRED
     c = first["member_id"]
@@ -326,3 +326,27 @@ def test_an_upgrade_mid_rebalance_answers_the_parked_requests():
     assert parked[0]["error_code"] == E.REBALANCE_IN_PROGRESS
     # Still at generation 1 with its last assignment; it rejoins the consumer group like any classic member.
     assert cg.group().members[a].member_epoch == 1 and cg.group().members[a].assigned == {T1: {0, 1, 2}}
+
+
+@pytest.mark.parametrize("policy, downgrades", [("bidirectional", True), ("upgrade", False)])
+def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades(policy, downgrades):
+    cg = Mixed(migration_policy=policy)
+    c = _consumer_then_classic(cg, instance="i1")
+    target = cg.group().target["n"][T1]
+    # The instance restarts with the classic protocol (no leave first): it takes over n's place.
+    joined = cg.join("", version=9, instance="i1")
+    assert joined["error_code"] == E.NONE
+    new = joined["member_id"]
+    if not downgrades:
+        assert set(cg.group().members) == {c, new} and cg.group().members[new].uses_classic_protocol
+        return
+    assert "g" not in cg.shard.consumer_groups
+    group = cg.shard.groups["g"]
+    # No rebalance: the newcomer has n's assignment and the classic member keeps its own.
+    assert group.state is GroupState.STABLE and set(group.members) == {c, new}
+    assert group.static_member_id("i1") == new
+    assert decode_assignment(group.members[new].assignment) == target
+    synced = cg.sync(new, group.generation_id)
+    assert decode_assignment(synced["assignment"]) == target
+    cg2 = cg.restart()
+    assert "g" not in cg2.shard.consumer_groups and set(cg2.shard.groups["g"].members) == {c, new}
