@@ -9,9 +9,14 @@ Layout (one concern per module):
 * ``records``     - the key/value formats of ``__consumer_offsets`` records, declared as small spec tables.
 * ``partitioner`` - which ``__consumer_offsets`` partition (hence shard) owns a group.
 * ``shard``       - a coordinator shard: the sans-IO state machine over one ``__consumer_offsets`` partition
-                    (classic groups, offsets, transactional offsets).
+                    (runtime and replay, offsets, transactional offsets, admin, retention).
+* ``result``      - CoordinatorResult (records + response) and the error-shaped join/sync responses.
+* ``classic_rebalance`` - classic groups' JoinGroup/SyncGroup/Heartbeat/LeaveGroup in the shard (mixed in).
 * ``consumer``    - KIP-848 consumer groups in the same shard (mixed in): heartbeat, epochs, target
                     assignment, reconciliation, describe; replayed through the shard's one ``replay``.
+* ``migration``   - KIP-848 online migration (mixed in): classic <-> consumer group conversions and the
+                    classic members of a consumer group (JoinGroup/SyncGroup/Heartbeat/LeaveGroup).
+* ``embedded``    - the consumer protocol's Subscription/Assignment inside classic group payloads.
 * ``assignors``   - the server-side assignors of consumer groups (``uniform``, ``range``).
 * ``coordinator`` - routes group ids to shards and owns them.
 * ``apis``        - the asyncio request handlers (FindCoordinator, JoinGroup, ConsumerGroupHeartbeat, ...),

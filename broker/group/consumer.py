@@ -21,6 +21,8 @@ The group (Kafka's ``ConsumerGroup``):
 Group states, Kafka's names: Empty (no members), Assigning (target older than the group epoch),
 Reconciling (a member is not yet at the target epoch), Stable.
 
+Classic members of a consumer group (online migration) and the conversions: ``migration``.
+
 Errors: FENCED_MEMBER_EPOCH (epoch ahead of the coordinator's, or behind it and not the previous epoch
 with a subset of the assignment), UNKNOWN_MEMBER_ID, UNRELEASED_INSTANCE_ID (a static instance id held
 by a member that did not leave with -2), FENCED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, GROUP_MAX_SIZE_REACHED,
@@ -41,6 +43,7 @@ from minikafka.protocol.errors import ErrorCode
 
 from .assignors import ASSIGNORS, Assignment
 from .records import ConsumerGroupKey, ConsumerGroupValue, GroupMetadataKey
+from .result import CoordinatorResult
 
 log = logging.getLogger("minikafka.group")
 
@@ -67,6 +70,25 @@ class ConsumerGroupState(str, enum.Enum):
         return self.value
 
 
+@dataclass(frozen=True)
+class ClassicMemberMetadata:
+    """What a member that speaks the classic protocol inside a consumer group joined with (KIP-848
+    online migration): its session timeout and its (assignor name, subscription) list."""
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    def to_record(self) -> dict:
+        return {"session_timeout_ms": self.session_timeout_ms,
+                "supported_protocols": [{"name": n, "metadata": bytes(m)} for n, m in self.protocols]}
+
+    @classmethod
+    def from_record(cls, data: Optional[dict]) -> Optional["ClassicMemberMetadata"]:
+        if data is None:
+            return None
+        return cls(data["session_timeout_ms"],
+                   tuple((p["name"], bytes(p["metadata"])) for p in data["supported_protocols"]))
+
+
 @dataclass
 class ConsumerMember:
     member_id: str
@@ -83,6 +105,11 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    classic: Optional[ClassicMemberMetadata] = None  # set for a member that uses the classic protocol
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def metadata_value(self) -> ConsumerGroupValue:
         return ConsumerGroupValue("ConsumerGroupMemberMetadata", {
@@ -90,7 +117,7 @@ class ConsumerMember:
             "client_host": self.client_host, "subscribed_topic_names": list(self.subscribed_topic_names),
             "subscribed_topic_regex": self.subscribed_topic_regex,
             "rebalance_timeout_ms": self.rebalance_timeout_ms, "server_assignor": self.server_assignor,
-            "classic_member_metadata": None})
+            "classic_member_metadata": None if self.classic is None else self.classic.to_record()})
 
     def assignment_value(self) -> ConsumerGroupValue:
         return ConsumerGroupValue("ConsumerGroupCurrentMemberAssignment", {
@@ -253,6 +280,18 @@ def _next_assignment(member: ConsumerMember, member_epoch: int, target_epoch: in
     return nxt
 
 
+def then(result, on_appended):
+    """``result`` with ``on_appended`` run after its own callback (the later non-None answer wins)."""
+    first = result.on_appended
+
+    def both(error):
+        answer = first(error) if first is not None else None
+        later = on_appended(error)
+        return later if later is not None else answer
+    result.on_appended = both
+    return result
+
+
 class _HeartbeatError(Exception):
     def __init__(self, code: ErrorCode, message: str | None = None) -> None:
         super().__init__(message or code.name)
@@ -287,12 +326,36 @@ class ConsumerConfig:
                    migration_policy=str(get("group.consumer.migration.policy", "bidirectional")).lower())
 
 
+def _member_tombstones(group_id: str, member_id: str) -> list:
+    """A member's three records deleted, in Kafka's order (current assignment first)."""
+    return [(_key("ConsumerGroupCurrentMemberAssignment", group_id, member_id), None),
+            (_key("ConsumerGroupTargetAssignmentMember", group_id, member_id), None),
+            (_key("ConsumerGroupMemberMetadata", group_id, member_id), None)]
+
+
+def _validate_member_epoch(member: ConsumerMember, epoch: int) -> Optional[ErrorCode]:
+    """A classic member's generation is its member epoch, and a mismatch gets the classic error."""
+    if epoch != member.member_epoch:
+        return ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
+    return None
+
+
 def _session_key(group_id: str, member_id: str) -> tuple:
     return ("cg-session", group_id, member_id)
 
 
 def _revocation_key(group_id: str, member_id: str) -> tuple:
     return ("cg-revocation", group_id, member_id)
+
+
+def _join_key(group_id: str, member_id: str) -> tuple:
+    """A classic member told to rejoin must do so within its rebalance timeout."""
+    return ("cg-join", group_id, member_id)
+
+
+def _sync_key(group_id: str, member_id: str) -> tuple:
+    """A classic member that joined must send SyncGroup within its rebalance timeout."""
+    return ("cg-sync", group_id, member_id)
 
 
 def _key(kind: str, group_id: str, member_id: str | None = None) -> ConsumerGroupKey:
@@ -350,6 +413,7 @@ class ConsumerGroupsMixin:
                 member.subscribed_topic_regex = data["subscribed_topic_regex"]
                 member.rebalance_timeout_ms = data["rebalance_timeout_ms"]
                 member.server_assignor = data["server_assignor"]
+                member.classic = ClassicMemberMetadata.from_record(data.get("classic_member_metadata"))
         elif kind == "ConsumerGroupCurrentMemberAssignment":
             member = group.members.get(key.member_id)
             if member is None:
@@ -371,8 +435,7 @@ class ConsumerGroupsMixin:
         group = self.consumer_groups.pop(group_id, None)
         if group is not None:
             for member_id in group.members:
-                self.timer.cancel(_session_key(group_id, member_id))
-                self.timer.cancel(_revocation_key(group_id, member_id))
+                self._cancel_member_timers(group_id, member_id)
 
     def _rearm_consumer_timers(self) -> None:
         for group in self.consumer_groups.values():
@@ -384,14 +447,23 @@ class ConsumerGroupsMixin:
     def _cancel_consumer_timers(self) -> None:
         for group in self.consumer_groups.values():
             for member_id in group.members:
-                self.timer.cancel(_session_key(group.group_id, member_id))
-                self.timer.cancel(_revocation_key(group.group_id, member_id))
+                self._cancel_member_timers(group.group_id, member_id)
 
     # == timers ==================================================================================
 
-    def _schedule_session(self, group_id: str, member_id: str) -> None:
-        self._schedule(_session_key(group_id, member_id), self.consumer_config.session_timeout_ms,
+    def _schedule_session(self, group_id: str, member_id: str, timeout_ms: Optional[int] = None) -> None:
+        if timeout_ms is None:
+            group = self.consumer_groups.get(group_id)
+            member = None if group is None else group.members.get(member_id)
+            timeout_ms = self._session_timeout_of(member)
+        self._schedule(_session_key(group_id, member_id), timeout_ms,
                        lambda: self._fence_by_timer(group_id, member_id, "session timeout"))
+
+    def _session_timeout_of(self, member: Optional[ConsumerMember]) -> int:
+        """A classic member keeps the session timeout it joined with; others get the group's."""
+        if member is not None and member.classic is not None:
+            return member.classic.session_timeout_ms
+        return self.consumer_config.session_timeout_ms
 
     def _schedule_revocation(self, group_id: str, member: ConsumerMember) -> None:
         member_id = member.member_id
@@ -400,25 +472,36 @@ class ConsumerGroupsMixin:
                        lambda: self._fence_by_timer(group_id, member_id, "revocation timeout"))
 
     def _fence_by_timer(self, group_id: str, member_id: str, why: str):
-        from .shard import CoordinatorResult
         group = self.consumer_groups.get(group_id)
         if group is None or member_id not in group.members:
             return CoordinatorResult()
         log.info("consumer group %s: member %s removed (%s)", group_id, member_id, why)
-        return CoordinatorResult(self._remove_member_records(group, member_id))
+        return self._fence_members(group, {member_id}, None)
 
-    def _remove_member_records(self, group: ConsumerGroup, member_id: str) -> list:
+    def _fence_members(self, group: ConsumerGroup, member_ids: set[str], response, records=None):
+        """Remove members; the group becomes a classic group again when only classic members remain
+        and the migration policy allows it (``migration._maybe_downgrade``)."""
+        records = [] if records is None else records
+        downgrade = self._maybe_downgrade(group, member_ids, response, records)
+        if downgrade is not None:
+            return downgrade
+        for member_id in member_ids:
+            records.extend(self._remove_member_records(group, member_id, bump=False))
+        records.append((_key("ConsumerGroupMetadata", group.group_id), ConsumerGroupValue(
+            "ConsumerGroupMetadata", {"epoch": group.group_epoch + 1})))
+        return CoordinatorResult(records, response)
+
+    def _remove_member_records(self, group: ConsumerGroup, member_id: str, bump: bool = True) -> list:
         """Tombstones for a member and a bumped group epoch, so the others get its partitions."""
         gid = group.group_id
-        self.timer.cancel(_session_key(gid, member_id))
-        self.timer.cancel(_revocation_key(gid, member_id))
-        return [
-            (_key("ConsumerGroupCurrentMemberAssignment", gid, member_id), None),
-            (_key("ConsumerGroupTargetAssignmentMember", gid, member_id), None),
-            (_key("ConsumerGroupMemberMetadata", gid, member_id), None),
-            (_key("ConsumerGroupMetadata", gid), ConsumerGroupValue("ConsumerGroupMetadata",
-                                                                   {"epoch": group.group_epoch + 1})),
-        ]
+        self._cancel_member_timers(gid, member_id)
+        return _member_tombstones(gid, member_id) + ([(_key("ConsumerGroupMetadata", gid), ConsumerGroupValue("ConsumerGroupMetadata",
+                                                                      {"epoch": group.group_epoch + 1}))]
+             if bump else [])
+
+    def _cancel_member_timers(self, group_id: str, member_id: str) -> None:
+        for key in (_session_key, _revocation_key, _join_key, _sync_key):
+            self.timer.cancel(key(group_id, member_id))
 
     # == ConsumerGroupHeartbeat ==================================================================
 
@@ -427,7 +510,6 @@ class ConsumerGroupsMixin:
         return self._execute(self._consumer_heartbeat(request, api_version, client_id or "", client_host))
 
     def _consumer_heartbeat(self, request: dict, api_version: int, client_id: str, client_host: str):
-        from .shard import CoordinatorResult
         try:
             return self._consumer_heartbeat_checked(request, api_version, client_id, client_host)
         except _HeartbeatError as exc:
@@ -479,16 +561,16 @@ class ConsumerGroupsMixin:
                 # governs online conversions only, as in Kafka); its offsets (same group id) stay.
                 log.info("group %s: empty classic group converted to a consumer group", group_id)
                 records.append((GroupMetadataKey(group_id), None))
+            elif epoch == 0 and self._validate_online_upgrade(classic):
+                # KIP-848 online migration: the classic members stay, as classic members of a consumer group.
+                return self._convert_to_consumer_group(classic, records)
             else:
-                # Kafka converts a non-empty classic group online when the policy allows it; that is not
-                # implemented (SKIPPED.md), so the answer is Kafka's answer when it may not.
                 raise _HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if epoch != 0:
             raise _HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         return ConsumerGroup(group_id)
 
     def _consumer_heartbeat_checked(self, request: dict, api_version: int, client_id: str, client_host: str):
-        from .shard import CoordinatorResult
         self._validate_heartbeat(request, api_version)
         group_id, epoch = request["group_id"], request["member_epoch"]
         member_id = request["member_id"] or str(uuid.uuid4())
@@ -568,6 +650,32 @@ class ConsumerGroupsMixin:
         if regex is not None and (regex or None) != updated.subscribed_topic_regex:
             updated.subscribed_topic_regex = regex or None
             subscription_changed = True
+        reconciled = self._update_and_reconcile(group, updated, base, replaced, owned, subscription_changed, records)
+        current_before = base
+        self._schedule_session(group_id, member_id)
+
+        full = (request.get("rebalance_timeout_ms", -1) != -1 or names is not None
+                or request.get("topic_partitions") is not None or epoch == 0)
+        changed = current_before is None or not current_before.same_assignment(reconciled)
+        response = {"error_code": ErrorCode.NONE, "error_message": None, "member_id": member_id,
+                    "member_epoch": reconciled.member_epoch,
+                    "heartbeat_interval_ms": self.consumer_config.heartbeat_interval_ms,
+                    "assignment": {"topic_partitions": _to_wire(reconciled.assigned)} if (changed or full) else None}
+        if group_id not in self.consumer_groups and not group.members:
+            # The records create it on replay; make sure an empty-but-new group exists even if none is written.
+            # (A group converted from a classic one is created by its conversion records alone: if they fail
+            # to append, the classic group stays.)
+            self.consumer_groups[group_id] = group
+        return CoordinatorResult(records, response, on_appended=self._heartbeat_appended(response))
+
+    def _update_and_reconcile(self, group: ConsumerGroup, updated: ConsumerMember, base: Optional[ConsumerMember],
+                              replaced: Optional[ConsumerMember], owned: Optional[Assignment],
+                              subscription_changed: bool, records: list) -> ConsumerMember:
+        """Kafka's three heartbeat steps, shared by ConsumerGroupHeartbeat and a classic member's JoinGroup:
+        record the member, bump the group epoch and compute a new target when needed, then reconcile the
+        member toward its target.  ``base`` is the member as it was (None when it (re)joins with epoch 0).
+        Returns the member's next current assignment; records go to ``records``."""
+        group_id, member_id = group.group_id, updated.member_id
         old = base if base is not None else (group.members.get(member_id))
         if old is None or old.metadata_value() != updated.metadata_value():
             records.append((_key("ConsumerGroupMemberMetadata", group_id, member_id), updated.metadata_value()))
@@ -614,29 +722,17 @@ class ConsumerGroupsMixin:
         if replaced is not None:
             owners = {tp: m for tp, m in owners.items() if m != replaced.member_id}
         reconciled = reconcile(updated, assignment_epoch, target.get(member_id, {}), owned, owners)
-        current_before = base if base is not None else None
+        current_before = base
         if current_before is None or not current_before.same_assignment(reconciled):
             records.append((_key("ConsumerGroupCurrentMemberAssignment", group_id, member_id),
                             reconciled.assignment_value()))
 
-        self._schedule_session(group_id, member_id)
         if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
             if current_before is None or current_before.state != MemberState.UNREVOKED_PARTITIONS:
                 self._schedule_revocation(group_id, reconciled)
         else:
             self.timer.cancel(_revocation_key(group_id, member_id))
-
-        full = (request.get("rebalance_timeout_ms", -1) != -1 or names is not None
-                or request.get("topic_partitions") is not None or epoch == 0)
-        changed = current_before is None or not current_before.same_assignment(reconciled)
-        response = {"error_code": ErrorCode.NONE, "error_message": None, "member_id": member_id,
-                    "member_epoch": reconciled.member_epoch,
-                    "heartbeat_interval_ms": self.consumer_config.heartbeat_interval_ms,
-                    "assignment": {"topic_partitions": _to_wire(reconciled.assigned)} if (changed or full) else None}
-        if group_id not in self.consumer_groups:
-            # The records create it on replay; make sure an empty-but-new group exists even if none is written.
-            self.consumer_groups[group_id] = group
-        return CoordinatorResult(records, response, on_appended=self._heartbeat_appended(response))
+        return reconciled
 
     @staticmethod
     def _heartbeat_appended(response: dict):
@@ -672,7 +768,6 @@ class ConsumerGroupsMixin:
 
     def _consumer_leave(self, group: ConsumerGroup, member_id: str, instance_id: Optional[str], epoch: int,
                         records: list):
-        from .shard import CoordinatorResult
         member = group.members.get(member_id)
         if member is None and instance_id is not None:
             member = group.static_member(instance_id)
@@ -690,9 +785,9 @@ class ConsumerGroupsMixin:
             records.append((_key("ConsumerGroupCurrentMemberAssignment", group.group_id, member.member_id),
                             left.assignment_value()))
             self.timer.cancel(_revocation_key(group.group_id, member.member_id))
-        else:
-            records.extend(self._remove_member_records(group, member.member_id))
-        return CoordinatorResult(records, response, on_appended=self._heartbeat_appended(response))
+            return CoordinatorResult(records, response, on_appended=self._heartbeat_appended(response))
+        return then(self._fence_members(group, {member.member_id}, response, records),
+                    self._heartbeat_appended(response))
 
     # == offsets =================================================================================
 
@@ -704,11 +799,9 @@ class ConsumerGroupsMixin:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if not transactional and api_version < 9:
+        if not transactional and api_version < 9 and not member.uses_classic_protocol:
             return ErrorCode.UNSUPPORTED_VERSION  # KIP-848 members commit with OffsetCommit v9+
-        if epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return None
+        return _validate_member_epoch(member, epoch)
 
     def validate_consumer_offset_fetch(self, group: ConsumerGroup, member_id: Optional[str],
                                        epoch: int) -> Optional[ErrorCode]:
@@ -717,9 +810,7 @@ class ConsumerGroupsMixin:
         member = group.members.get(member_id or "")
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return None
+        return _validate_member_epoch(member, epoch)
 
     def expire_consumer_member(self, group_id: str, member_id: str) -> bool:
         """Remove a member now, as its session timeout would (test kits' "expire a member")."""
@@ -751,7 +842,7 @@ class ConsumerGroupsMixin:
             "subscribed_topic_names": list(m.subscribed_topic_names),
             "subscribed_topic_regex": m.subscribed_topic_regex,
             "assignment": wire(m.assigned), "target_assignment": wire(group.target.get(m.member_id, {})),
-            "member_type": 1,
+            "member_type": 0 if m.uses_classic_protocol else 1,
         } for m in group.members.values()]
         return {"error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
                 "group_state": str(group.state), "group_epoch": group.group_epoch,

@@ -349,3 +349,84 @@ def test_consumer_protocol_is_advertised_by_default(broker):
     finally:
         client.sock.close()
     assert keys[68] == (0, 1) and keys[69] == (0, 1)
+
+
+# == online migration: rolling a live group from one protocol to the other ==============================
+
+CLASSIC = {"group.protocol": "classic", "session.timeout.ms": 6000, "heartbeat.interval.ms": HEARTBEAT_MS,
+           "enable.auto.commit": True, "auto.commit.interval.ms": 200}
+NEW = {"enable.auto.commit": True, "auto.commit.interval.ms": 200}
+
+
+def _group_type(bootstrap: str, group: str) -> str:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a collected client cancels its requests
+    listed = admin.list_consumer_groups().result(timeout=10)
+    return {g.group_id: str(g.type) for g in listed.valid}[group].upper()
+
+
+def _holding_everything(members, partitions: int) -> bool:
+    held = [m.assignment for m in members]
+    return all(held) and set().union(*held) == set(range(partitions)) and sum(map(len, held)) == partitions
+
+
+def _roll(broker, first: dict, second: dict, prefix: str):
+    """Two members with ``first``'s protocol, replaced one at a time by members with ``second``'s while a
+    producer writes; returns (group, members in start order, producer)."""
+    topic = _topic(broker.bootstrap, 4, prefix)
+    group = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    members = [Member(broker.bootstrap, group, [topic], "old-1", **first),
+               Member(broker.bootstrap, group, [topic], "old-2", **first)]
+    wait_until(lambda: _holding_everything(members, 4), WAIT, "the first pair splits the topic")
+    producer = Producer(broker.bootstrap, topic, 4)
+    producer.start()
+    try:
+        for i in (0, 1):
+            time.sleep(0.5)
+            members[i].stop()
+            members.append(Member(broker.bootstrap, group, [topic], f"new-{i + 1}", **second))
+            live = [m for m in members if m.is_alive()]
+            wait_until(lambda: _holding_everything(live, 4), WAIT, f"after replacing member {i + 1}")
+            if i == 0:
+                # Mid-roll the group is a consumer group with one member of each protocol (0 = classic).
+                described = _describe(broker, group)
+                assert described["error_code"] == 0
+                assert sorted(m["member_type"] for m in described["members"]) == [0, 1]
+        time.sleep(0.5)
+    finally:
+        producer.stop()
+    return group, members, producer
+
+
+def _assert_nothing_lost(members, producer):
+    expected = {f"m{i}".encode() for i in range(producer.sent)}
+
+    def consumed():
+        return set().union(*({v for _, _, v in m.received} for m in members))
+    wait_until(lambda: expected <= consumed(), WAIT, "every produced message consumed")
+
+
+def test_classic_group_rolled_to_the_consumer_protocol_consumes_throughout(broker):
+    group, members, producer = _roll(broker, CLASSIC, NEW, "up")
+    try:
+        _assert_nothing_lost(members, producer)
+        assert "CONSUMER" in _group_type(broker.bootstrap, group)
+        described = _describe(broker, group)
+        assert sorted(m["member_type"] for m in described["members"]) == [1, 1]
+        # The new members consumed while the old ones were still there (the group was mixed).
+        assert all(m.received for m in members)
+    finally:
+        for m in members[2:]:
+            m.stop()
+
+
+def test_consumer_group_rolled_back_to_the_classic_protocol_consumes_throughout(broker):
+    group, members, producer = _roll(broker, NEW, CLASSIC, "down")
+    try:
+        _assert_nothing_lost(members, producer)
+        assert "CLASSIC" in _group_type(broker.bootstrap, group)
+        assert all(m.received for m in members)
+    finally:
+        for m in members[2:]:
+            m.stop()

@@ -1,0 +1,37 @@
+"""What a coordinator operation returns: the records to append and the response (Kafka's
+``CoordinatorResult``), and the error-shaped JoinGroup/SyncGroup responses every part of the shard uses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from minikafka.protocol.errors import ErrorCode
+
+Record = tuple[Any, Any]  # (key, value or None for a tombstone), as in records.py
+
+
+@dataclass
+class CoordinatorResult:
+    records: list[Record] = field(default_factory=list)
+    response: Any = None
+    replay: bool = True
+    # Called after the append (error None) or its failure (error code); a non-None return value replaces
+    # the response.  This is where responses that must follow persistence are released.
+    on_appended: Optional[Callable[[Optional[ErrorCode]], Any]] = None
+    # Transactional offset commits are written in a transactional batch of their producer.
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+def empty(response: Any = None) -> CoordinatorResult:
+    return CoordinatorResult(response=response)
+
+
+def join_error(code: ErrorCode, member_id: str = "") -> dict:
+    return {"error_code": code, "generation_id": -1, "protocol_type": None, "protocol_name": None,
+            "leader": "", "skip_assignment": False, "member_id": member_id, "members": []}
+
+
+def sync_error(code: ErrorCode) -> dict:
+    return {"error_code": code, "protocol_type": None, "protocol_name": None, "assignment": b""}
