@@ -32,8 +32,8 @@ _BASE = """<!doctype html><html><head><meta charset="utf-8"><title>{{ title }} -
 margin-right:16px;text-decoration:none}main{padding:16px}table{border-collapse:collapse;margin:8px 0}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}pre{margin:0;white-space:pre-wrap;
 word-break:break-all;max-width:60em}.err{color:#b00}.ok{color:#070}form{margin:8px 0}</style></head><body>
-<nav><a href="/">Overview</a><a href="/topics">Topics</a><a href="/groups">Groups</a>
-<a href="/transactions">Transactions</a><a href="/producers">Producers</a><a href="/metrics">Metrics</a></nav>
+<nav><a href="/">Overview</a><a href="/topics">Topics</a><a href="/groups">Groups</a>{#
+#}<a href="/transactions">Transactions</a><a href="/producers">Producers</a><a href="/metrics">Metrics</a></nav>
 <main><h1 id="title">{{ title }}</h1>{% if notice %}<p class="ok" id="notice">{{ notice }}</p>{% endif %}
 {% if error %}<p class="err" id="error">{{ error }}</p>{% endif %}{% block body %}{% endblock %}</main></body></html>"""
 
