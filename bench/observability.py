@@ -3,10 +3,15 @@
 1. Throughput: one broker (HTTP on, so the metrics hooks run), librdkafka producing 100-byte
    records; rounds alternate "scraped" (a thread GETs /metrics every second) and "unscraped",
    in the same run, and the medians are compared.  A second broker with HTTP off (no hooks at
-   all) runs the same rounds for the cost of the hooks themselves.
+   all) runs the same rounds for the cost of the hooks themselves.  Broker CPU (nanoseconds from
+   /proc/<pid>/task/*/schedstat) per record is printed beside records/s: the producer, not the
+   broker, bounds the wall-clock rate.  Then the broker CPU of one scrape itself (median of 30,
+   idle broker): scraped every second, that fraction of a core is the most a CPU-bound broker
+   can lose.
 2. Console: 1,000 topics plus one partition of 10 million records (written through storage's
    PartitionLog while the broker is stopped, so seeding takes seconds), then the median time of
-   each page over several loads (loopback HTTP, so it is server time plus a few 0.1 ms).
+   each page over several loads (loopback HTTP, so it is server time plus a few 0.1 ms), and the
+   broker CPU of one scrape with those 1,000 topics.
 
     .venv/bin/python bench/observability.py --rounds 5
     .venv/bin/python bench/observability.py --rounds 1 --records 200000 --big 1000000   # quick look
@@ -57,9 +62,19 @@ class Broker:
         raise RuntimeError("broker not ready")
 
     def cpu_seconds(self) -> float:
-        """User + system CPU time of the broker process so far."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """CPU time of the broker process so far, summed over its threads.
+
+        /proc/<pid>/task/*/schedstat counts nanoseconds on the CPU; /proc/<pid>/stat's utime and
+        stime come in clock ticks (10 ms), about 2% of a round's broker CPU, too coarse for a 3%
+        target.  (Threads that already exited are not counted; the broker's live for its run.)"""
+        total = 0
+        try:
+            for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
+                total += int((task / "schedstat").read_text().split()[0])
+            return total / 1e9
+        except (OSError, ValueError):
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -67,8 +82,10 @@ class Broker:
 
 
 def produce_rate(bootstrap: str, topic: str, n: int) -> float:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 262144, "acks": "all",
-                  "queue.buffering.max.messages": 1000000})
+    # Full batches of 2,000 records whatever the producer's speed (linger far above the time to fill
+    # one): the broker's work per record then does not swing with the load of the machine.
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 200, "batch.num.messages": 2000,
+                  "batch.size": 1000000, "acks": "all", "queue.buffering.max.messages": 1000000})
     value = b"x" * 100
     t0 = time.perf_counter()
     for i in range(n):
@@ -98,6 +115,32 @@ class Scraper(threading.Thread):
             self.stop_event.wait(1.0)
 
 
+def scrape_cpu(broker: Broker, n: int) -> tuple[float, float, int]:
+    """Broker CPU seconds one GET /metrics costs (median of n, less the CPU of an equally long idle
+    wait: maintenance ticks), its median wall time, and the size of the answer in lines."""
+    costs, idle, walls = [], [], []
+    lines = 0
+    for _ in range(n):
+        c0, t0 = broker.cpu_seconds(), time.perf_counter()
+        with urllib.request.urlopen(broker.http + "/metrics", timeout=60) as r:
+            lines = r.read().count(b"\n")
+        wall = time.perf_counter() - t0
+        c1 = broker.cpu_seconds()
+        time.sleep(wall)
+        idle.append(broker.cpu_seconds() - c1)
+        costs.append(c1 - c0)
+        walls.append(wall)
+        time.sleep(0.05)
+    return max(statistics.median(costs) - statistics.median(idle), 0.0), statistics.median(walls), lines
+
+
+def report_scrape_cpu(broker: Broker, what: str, n: int = 30) -> None:
+    cost, wall, lines = scrape_cpu(broker, n)
+    print(f"  one /metrics scrape ({what}, {lines:,} lines): broker CPU {cost * 1000:.2f} ms, wall {wall * 1000:.1f} ms"
+          f" (medians of {n}); scraped every second it takes {cost * 100:.2f}% of the one core a saturated"
+          f" broker has, the most its throughput can lose")
+
+
 def throughput(args) -> None:
     tmp = tempfile.mkdtemp(prefix="mk-obs-")
     on = Broker(os.path.join(tmp, "on"), http=True)
@@ -110,8 +153,10 @@ def throughput(args) -> None:
         rates = {"scraped": [], "unscraped": [], "http-off": []}
         cpu = {"scraped": [], "unscraped": [], "http-off": []}
         scrape_times: list[float] = []
-        for _ in range(args.rounds):
-            for mode in ("scraped", "unscraped", "http-off"):
+        for r in range(args.rounds):
+            # Reverse the order every other round so a drift in the machine's load favours no mode.
+            modes = ("scraped", "unscraped", "http-off")
+            for mode in modes if r % 2 == 0 else modes[::-1]:
                 broker = off if mode == "http-off" else on
                 scraper = Scraper(on.http + "/metrics") if mode == "scraped" else None
                 if scraper:
@@ -135,8 +180,13 @@ def throughput(args) -> None:
             print(f"  {k:10s} {cmed[k]:6.2f} us   rounds: {', '.join(f'{x:.2f}' for x in v)}")
         print(f"  scraped / unscraped = {cmed['scraped'] / cmed['unscraped']:.3f}"
               f"   unscraped (hooks on) / http-off = {cmed['unscraped'] / cmed['http-off']:.3f}")
+        # Each round's pair ran back to back, so their ratio cancels slow drifts of the machine.
+        pairs = [s / u for s, u in zip(cpu["scraped"], cpu["unscraped"])]
+        print(f"  per-round scraped / unscraped CPU: median {statistics.median(pairs):.3f}"
+              f"   rounds: {', '.join(f'{x:.3f}' for x in pairs)}")
         if scrape_times:
             print(f"  /metrics scrape time median {statistics.median(scrape_times) * 1000:.1f} ms over {len(scrape_times)} scrapes")
+        report_scrape_cpu(on, "the throughput broker, idle after the rounds")
     finally:
         on.stop()
         off.stop()
@@ -191,10 +241,13 @@ def console(args) -> None:
         pages = ["/", "/topics", "/topics?page=10", "/topics/big", "/topics/big?offset=0",
                  f"/topics/big?offset={args.big // 2}&format=json", "/topics/big?timestamp="
                  + str(int(time.time() * 1000) - args.big // 3) + "&format=hex",
-                 f"/api/topics/big/messages?partition=0&offset={args.big - 50}", "/groups", "/metrics"]
+                 f"/api/topics/big/messages?partition=0&offset={args.big - 50}", "/groups", "/transactions",
+                 "/producers", "/producers?q=big", "/metrics"]
         for page in pages:
-            timed_get(b.http + page, 1)  # first load (imports, mappings)
-            print(f"  {page:60s} median {timed_get(b.http + page, args.loads) * 1000:7.1f} ms")
+            first = timed_get(b.http + page, 1)  # first load (imports, mappings, producer state built)
+            print(f"  {page:60s} median {timed_get(b.http + page, args.loads) * 1000:7.1f} ms"
+                  f"   first load {first * 1000:7.1f} ms")
+        report_scrape_cpu(b, f"{args.topics} topics")
     finally:
         b.stop()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -2,7 +2,9 @@
 
 Pages: overview, topics (paged), a topic (partitions, configs, a message browser paged by offset
 or timestamp with UTF-8/JSON/hex views, a live tail, a produce form), groups and a group
-(members, assignments, lag, offset reset with a confirmation step).  Everything shown from
+(members, assignments, lag, offset reset with a confirmation step), transactions (the transaction
+coordinator's ids with state, producer id/epoch, partitions and how long the open one has run) and
+producers (per partition, what DescribeProducers answers).  Everything shown from
 records is untrusted: templates autoescape, and the tail's JavaScript only sets textContent.
 Reads go through the controller's partition logs (bounded reads from an offset, never a whole
 topic) and the group coordinator's describe/list/fetch-offsets; writes through the produce
@@ -30,7 +32,8 @@ _BASE = """<!doctype html><html><head><meta charset="utf-8"><title>{{ title }} -
 margin-right:16px;text-decoration:none}main{padding:16px}table{border-collapse:collapse;margin:8px 0}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}pre{margin:0;white-space:pre-wrap;
 word-break:break-all;max-width:60em}.err{color:#b00}.ok{color:#070}form{margin:8px 0}</style></head><body>
-<nav><a href="/">Overview</a><a href="/topics">Topics</a><a href="/groups">Groups</a><a href="/metrics">Metrics</a></nav>
+<nav><a href="/">Overview</a><a href="/topics">Topics</a><a href="/groups">Groups</a>{#
+#}<a href="/transactions">Transactions</a><a href="/producers">Producers</a><a href="/metrics">Metrics</a></nav>
 <main><h1 id="title">{{ title }}</h1>{% if notice %}<p class="ok" id="notice">{{ notice }}</p>{% endif %}
 {% if error %}<p class="err" id="error">{{ error }}</p>{% endif %}{% block body %}{% endblock %}</main></body></html>"""
 
@@ -58,6 +61,7 @@ _TOPICS = """{% extends "base" %}{% block body %}<form method="get"><input name=
 {% if page < pages %}<a id="next" href="?q={{ q|urlencode }}&page={{ page + 1 }}">next</a>{% endif %}{% endblock %}"""
 
 _TOPIC = """{% extends "base" %}{% block body %}
+<p><a id="producerslink" href="/producers?q={{ topic|urlencode }}">Producers of this topic</a></p>
 <h2>Partitions</h2><table id="partitions"><tr><th>Partition</th><th>Log start</th><th>High watermark</th><th>LSO</th>
 <th>Size</th><th>Segments</th></tr>{% for p in partitions %}<tr><td>{{ p.partition }}</td><td>{{ p.log_start }}</td>
 <td>{{ p.high_watermark }}</td><td>{{ p.last_stable }}</td><td>{{ p.size }}</td><td>{{ p.segments }}</td></tr>{% endfor %}</table>
@@ -88,6 +92,31 @@ Value<br><textarea name="value" id="pvalue" rows="3" cols="60"></textarea><br>He
 <h2>Configs</h2><table id="configs"><tr><th>Name</th><th>Value</th><th>Source</th></tr>{% for c in configs %}
 <tr><td>{{ c.name }}</td><td>{{ c.value }}</td><td>{{ c.source }}</td></tr>{% endfor %}</table>{% endblock %}"""
 
+_TRANSACTIONS = """{% extends "base" %}{% block body %}<form method="get">State <select name="state">
+{% for st in states %}<option value="{{ st }}" {% if st == state %}selected{% endif %}>{{ st or "any" }}</option>{% endfor %}
+</select> <button>Filter</button></form>
+{% if not available %}<p id="none">No transaction coordinator yet: it starts with the first transactional producer.</p>{% endif %}
+<p>{{ total }} transactional ids{% if pages > 1 %}, page {{ page }} of {{ pages }}{% endif %}</p>
+<table id="transactions"><tr><th>Transactional id</th><th>State</th><th>Producer id</th><th>Epoch</th><th>Timeout</th>
+<th>Started</th><th>Duration</th><th>Partitions</th></tr>{% for t in rows %}<tr><td>{{ t.transactional_id }}</td>
+<td>{{ t.transaction_state }}</td><td>{{ t.producer_id }}</td><td>{{ t.producer_epoch }}</td><td>{{ t.transaction_timeout_ms }} ms</td>
+<td>{{ t.started }}</td><td>{{ t.duration }}</td><td>{% for tp in t.topics %}<a href="/topics/{{ tp.topic|urlencode }}">{{ tp.topic }}</a>:
+{{ tp.partitions|join(",") }}{% if not loop.last %}; {% endif %}{% endfor %}</td></tr>{% endfor %}</table>
+{% if page > 1 %}<a href="?state={{ state|urlencode }}&page={{ page - 1 }}">previous</a>{% endif %}
+{% if page < pages %}<a id="next" href="?state={{ state|urlencode }}&page={{ page + 1 }}">next</a>{% endif %}{% endblock %}"""
+
+_PRODUCERS = """{% extends "base" %}{% block body %}<p>Producer state per partition, as DescribeProducers returns it:
+idempotent and transactional producers with batches still in the log.</p><form method="get"><input name="q" value="{{ q }}"
+placeholder="topic filter"> <button>Filter</button></form>
+<p>{{ total }} topics{% if pages > 1 %}, page {{ page }} of {{ pages }}{% endif %}</p>
+<table id="producers"><tr><th>Topic</th><th>Partition</th><th>Producer id</th><th>Epoch</th><th>Last sequence</th>
+<th>Last timestamp</th><th>Coordinator epoch</th><th>Open transaction from offset</th></tr>{% for r in rows %}
+<tr><td><a href="/topics/{{ r.topic|urlencode }}">{{ r.topic }}</a></td><td>{{ r.partition }}</td><td>{{ r.producer_id }}</td>
+<td>{{ r.producer_epoch }}</td><td>{{ r.last_sequence }}</td><td>{{ r.last_time }}</td><td>{{ r.coordinator_epoch }}</td>
+<td>{{ "" if r.current_txn_start_offset < 0 else r.current_txn_start_offset }}</td></tr>{% endfor %}</table>
+{% if page > 1 %}<a href="?q={{ q|urlencode }}&page={{ page - 1 }}">previous</a>{% endif %}
+{% if page < pages %}<a id="next" href="?q={{ q|urlencode }}&page={{ page + 1 }}">next</a>{% endif %}{% endblock %}"""
+
 _GROUPS = """{% extends "base" %}{% block body %}<table id="groups"><tr><th>Group</th><th>State</th><th>Protocol type</th>
 <th>Lag</th></tr>{% for g in rows %}<tr><td><a href="/groups/{{ g.group_id|urlencode }}">{{ g.group_id }}</a></td>
 <td>{{ g.group_state }}</td><td>{{ g.protocol_type }}</td><td>{{ g.lag }}</td></tr>{% endfor %}</table>{% endblock %}"""
@@ -116,7 +145,8 @@ def _env():
     from jinja2 import DictLoader, Environment
 
     return Environment(loader=DictLoader({"base": _BASE, "overview": _OVERVIEW, "topics": _TOPICS, "topic": _TOPIC,
-                                          "groups": _GROUPS, "group": _GROUP}), autoescape=True)
+                                          "groups": _GROUPS, "group": _GROUP, "transactions": _TRANSACTIONS,
+                                          "producers": _PRODUCERS}), autoescape=True)
 
 
 class Console:
@@ -499,6 +529,66 @@ async def reset(request):
     raise web.HTTPSeeOther(f"/groups/{quote(group_id)}?notice=" + quote(f"offsets reset for {len(plan)} partitions"))
 
 
+def _ms_time(ms: int) -> str:
+    if ms < 0:
+        return ""
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _duration(ms: int) -> str:
+    seconds, ms = divmod(max(ms, 0), 1000)
+    minutes, seconds = divmod(seconds, 60)
+    return f"{minutes // 60}h {minutes % 60}m {seconds}.{ms:03d}s" if minutes >= 60 else \
+        f"{minutes}m {seconds}.{ms:03d}s" if minutes else f"{seconds}.{ms:03d}s"
+
+
+# A transaction is running from its first AddPartitions until its markers are written.
+_RUNNING = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
+_TXN_STATES = ("", "Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort",
+               "PrepareEpochFence")
+
+
+async def transactions(request):
+    console = _console(request)
+    broker = console.broker
+    state = request.query.get("state", "")
+    state = state if state in _TXN_STATES else ""
+    ids = views.transaction_ids(broker, state)
+    pages = max(1, -(-len(ids) // PAGE_TOPICS))
+    page = min(max(_int(request.query.get("page"), 1), 1), pages)
+    now = broker.now_ms()
+    rows = []
+    for tid in ids[(page - 1) * PAGE_TOPICS: page * PAGE_TOPICS]:
+        desc = views.describe_transaction(broker, tid)
+        if desc is None:  # expired between the list and the describe
+            continue
+        start = desc["transaction_start_time_ms"]
+        running = desc["transaction_state"] in _RUNNING and start >= 0
+        rows.append({**desc, "started": _ms_time(start) if running else "",
+                     "duration": _duration(now - start) if running else ""})
+    return console.render("transactions", title="Transactions", rows=rows, state=state, states=_TXN_STATES,
+                          page=page, pages=pages, total=len(ids), available=views.txn_coordinator(broker) is not None)
+
+
+PAGE_PRODUCER_TOPICS = 50
+
+
+async def producers(request):
+    console = _console(request)
+    broker = console.broker
+    q = request.query.get("q", "")
+    names = sorted(n for n in broker.controller.topics if q in n)
+    pages = max(1, -(-len(names) // PAGE_PRODUCER_TOPICS))
+    page = min(max(_int(request.query.get("page"), 1), 1), pages)
+    rows = []
+    for name in names[(page - 1) * PAGE_PRODUCER_TOPICS: page * PAGE_PRODUCER_TOPICS]:
+        info = broker.controller.topic(name)
+        for partition in range(info.num_partitions if info is not None else 0):
+            for r in views.partition_producers(broker, name, partition):
+                rows.append({**r, "topic": name, "partition": partition, "last_time": _ms_time(r["last_timestamp"])})
+    return console.render("producers", title="Producers", rows=rows, q=q, page=page, pages=pages, total=len(names))
+
+
 def setup(app, broker) -> None:
     from .appkey import CONSOLE_KEY
 
@@ -512,3 +602,5 @@ def setup(app, broker) -> None:
     app.router.add_get("/groups", groups)
     app.router.add_get("/groups/{group}", group_page)
     app.router.add_post("/groups/{group}/reset", reset)
+    app.router.add_get("/transactions", transactions)
+    app.router.add_get("/producers", producers)

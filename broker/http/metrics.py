@@ -214,9 +214,17 @@ class _ScrapeCollector:
                         "(Kafka: RequestChannel RequestQueueSize).")
         pending.add_metric([], sum(c.in_flight for c in list(broker.connections)))
         yield pending
-        waiting = gauge("kafka_server_delayedoperationpurgatory_purgatorysize", "Fetches parked waiting for data "
-                        "(Kafka: DelayedOperationPurgatory PurgatorySize).", ["delayedOperation"])
+        waiting = gauge("kafka_server_delayedoperationpurgatory_purgatorysize", "Delayed operations waiting "
+                        "(Kafka: DelayedOperationPurgatory PurgatorySize): Fetch = fetches parked for data; "
+                        "Rebalance = classic groups whose rebalance waits for members to (re)join, one per group "
+                        "like Kafka's DelayedJoin whatever the JoinGroups it holds; Produce = produces waiting for "
+                        "replication, always 0 with one replica.", ["delayedOperation"])
+        # acks=-1 completes on the local append (one replica), as Kafka's produce purgatory does
+        # when the ISR is the leader alone; the series exists so dashboards find it.
+        waiting.add_metric(["Produce"], 0)
         waiting.add_metric(["Fetch"], _parked_fetches(broker))
+        groups = views.groups(broker)
+        waiting.add_metric(["Rebalance"], sum(1 for g in groups if g["group_state"] == "PreparingRebalance"))
         yield waiting
         uptime = gauge("minikafka_uptime_seconds", "Seconds since the broker started.")
         uptime.add_metric([], max(broker.clock() - broker.started_at, 0.0))
@@ -268,7 +276,7 @@ class _ScrapeCollector:
                         ["consumergroup"])
         states: dict[str, int] = {s: 0 for s in ("PreparingRebalance", "CompletingRebalance", "Stable", "Empty",
                                                  "Dead")}
-        for g in views.groups(broker):
+        for g in groups:
             gid = g["group_id"]
             states[g["group_state"]] = states.get(g["group_state"], 0) + 1
             desc = views.describe_group(broker, gid)

@@ -102,3 +102,43 @@ def group_lag(broker, group_id: str) -> list[dict]:
         out.append({"topic": topic, "partition": partition, "committed_offset": committed,
                     "log_end_offset": hw, "lag": max(hw - committed, 0)})
     return out
+
+
+def txn_coordinator(broker):
+    """The transaction coordinator, or None before __transaction_state exists (it is created on
+    the first FindCoordinator for a transactional id)."""
+    return getattr(broker.txn_coordinator, "coordinator", None)
+
+
+def transaction_ids(broker, state: str = "") -> list[str]:
+    """Transactional ids the coordinator holds, optionally in one state (Kafka's label, such as
+    ``Ongoing``); Dead ones are left out as ListTransactions does."""
+    coordinator = txn_coordinator(broker)
+    if coordinator is None:
+        return []
+    listed = coordinator.list([state] if state else ())["transaction_states"]
+    return sorted(t["transactional_id"] for t in listed)
+
+
+def describe_transaction(broker, transactional_id: str) -> dict | None:
+    """DescribeTransactions' answer for one id (state, producer id/epoch, timeout, start time,
+    partitions by topic), or None when the coordinator does not know it."""
+    coordinator = txn_coordinator(broker)
+    if coordinator is None:
+        return None
+    desc = coordinator.describe(transactional_id)
+    return desc if desc["error_code"] == 0 else None
+
+
+def partition_producers(broker, topic: str, partition: int) -> list[dict]:
+    """DescribeProducers' view of one partition: each active producer's epoch, last sequence, last
+    timestamp, coordinator epoch and the first offset of its open transaction (-1: none).  Loads
+    the partition's producer state (snapshot, then the log's batch headers) if nothing did yet."""
+    controller = broker.controller
+    plog = controller.log(topic, partition)
+    state = controller.producer_states.for_partition(topic, partition, plog)
+    txn = plog.txn
+    return [{"producer_id": pid, "producer_epoch": entry.epoch, "last_sequence": entry.last_seq,
+             "last_timestamp": entry.last_timestamp, "coordinator_epoch": txn.coordinator_epochs.get(pid, -1),
+             "current_txn_start_offset": txn.open_transaction_start(pid)}
+            for pid, entry in sorted(state.producers.items())]

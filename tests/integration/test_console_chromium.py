@@ -98,7 +98,7 @@ def poll_values(consumer, n: int, timeout: float = 20) -> list:
 
 def test_every_page_loads(broker, browser):
     for path, title in [("/", "Overview"), ("/topics", "Topics"), ("/topics/web", "Topic web"),
-                        ("/groups", "Consumer groups")]:
+                        ("/groups", "Consumer groups"), ("/transactions", "Transactions"), ("/producers", "Producers")]:
         browser.get(broker.http + path)
         assert browser.find_element(By.ID, "title").text == title
     browser.get(broker.http + "/")
@@ -220,3 +220,45 @@ def test_reset_refused_while_group_has_members(broker, browser):
         assert "reset refused" in error
     finally:
         consumer.close()
+
+
+def test_transactions_and_producers_pages_show_an_open_transaction(broker, browser):
+    offsets = []
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "console-txn<b>",
+                         "transaction.timeout.ms": 60000})
+    producer.init_transactions(20)
+    producer.begin_transaction()
+    try:
+        producer.produce("web", value=b"in a transaction", partition=1,
+                         on_delivery=lambda err, msg: offsets.append(msg.offset()))
+        producer.produce("web", value=b"in a transaction too", partition=1)
+        producer.flush(10)  # both records are in the log; the transaction stays open
+        assert len(offsets) == 1
+
+        browser.get(broker.http + "/")
+        browser.find_element(By.LINK_TEXT, "Transactions").click()
+        assert browser.find_element(By.ID, "title").text == "Transactions"
+        (row,) = [r for r in cells(browser, "transactions") if r[0] == "console-txn<b>"]  # escaped, shown as text
+        txn_id, state, pid, epoch, timeout, started, duration, partitions = row
+        assert (state, epoch, timeout, partitions) == ("Ongoing", "0", "60000 ms", "web: 1")
+        assert int(pid) >= 0 and started and re.fullmatch(r"\d+\.\d{3}s", duration), row
+        browser.get(broker.http + "/transactions?state=CompleteCommit")
+        assert not [r for r in cells(browser, "transactions") if r[0] == "console-txn<b>"]
+
+        browser.find_element(By.LINK_TEXT, "Producers").click()
+        assert browser.find_element(By.ID, "title").text == "Producers"
+        (prow,) = [r for r in cells(browser, "producers") if r[2] == pid]
+        topic, partition, _, pepoch, last_seq, last_time, coordinator_epoch, txn_start = prow
+        # Two records from sequence 0: the last sequence is 1; the open transaction starts at the first.
+        assert (topic, partition, pepoch, last_seq, txn_start) == ("web", "1", "0", "1", str(offsets[0])), prow
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}", last_time), prow
+    finally:
+        producer.abort_transaction(10)
+
+    browser.get(broker.http + "/transactions")
+    (row,) = [r for r in cells(browser, "transactions") if r[0] == "console-txn<b>"]
+    assert (row[1], row[5], row[6]) == ("CompleteAbort", "", "")
+    browser.get(broker.http + "/topics/web")
+    browser.find_element(By.ID, "producerslink").click()
+    (prow,) = [r for r in cells(browser, "producers") if r[2] == pid]
+    assert prow[7] == ""  # no open transaction after the abort marker

@@ -122,6 +122,59 @@ def test_error_codes_counted(broker):
     assert after == before + 1
 
 
+def wait_for(predicate, timeout: float = 15.0, step: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return predicate()
+
+
+def test_join_group_waiting_for_a_member_is_in_the_rebalance_purgatory(broker):
+    """A second consumer's JoinGroup waits while the first member does not rejoin (kafka-python
+    rejoins only from poll()); the group is then in Kafka's Rebalance purgatory until it does."""
+    import threading
+
+    from kafka import KafkaConsumer
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("purg", num_partitions=2, replication_factor=1)])["purg"].result(timeout=10)
+    key = 'kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation="%s"}'
+    settings = dict(bootstrap_servers=broker.bootstrap, group_id="purg-group", session_timeout_ms=6000,
+                    heartbeat_interval_ms=200, max_poll_interval_ms=30000, request_timeout_ms=40000)
+    first = KafkaConsumer("purg", **settings)
+    second = None
+    try:
+        assert wait_for(lambda: first.poll(100) is not None and first.assignment()), "first member not assigned"
+        assert scrape(broker)[key % "Rebalance"] == 0
+        assert scrape(broker)[key % "Produce"] == 0
+        second = KafkaConsumer("purg", **settings)
+        joined = threading.Event()
+
+        def join() -> None:
+            while not joined.is_set() and not second.assignment():
+                second.poll(100)
+            joined.set()
+
+        worker = threading.Thread(target=join, daemon=True)
+        worker.start()
+        # The first member is not polling, so its rejoin (and the second's JoinGroup answer) waits.
+        seen = wait_for(lambda: (m := scrape(broker))[key % "Rebalance"] == 1 and m)
+        assert seen, scrape(broker)[key % "Rebalance"]
+        assert seen['kafka_coordinator_group_groupmetadatamanager_numgroups{state="PreparingRebalance"}'] == 1
+        # The first member polls again: it rejoins, the rebalance completes, the purgatory empties.
+        assert wait_for(lambda: (first.poll(100) or True) and joined.is_set(), timeout=20)
+        assert wait_for(lambda: scrape(broker)[key % "Rebalance"] == 0)
+        worker.join(5)
+    finally:
+        if second is not None:
+            joined.set()
+            second.close()
+        first.close()
+
+
 def test_metrics_off_without_http(tmp_path):
     handle = start_broker(tmp_path)
     try:

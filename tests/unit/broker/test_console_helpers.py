@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from minikafka.broker.http.console import _assignment, parse_time, read_messages, show
+from minikafka.broker.http.console import _assignment, _duration, _ms_time, parse_time, read_messages, show
 from minikafka.protocol.records import build_batch
 from minikafka.storage.log import PartitionLog
 
@@ -57,3 +57,12 @@ def test_assignment_decoding():
     assert _assignment(data) == "orders: 0,3"
     assert _assignment(b"") == ""
     assert _assignment(b"\x00\x00\x00\x00\x00\x05xx") == "(not a consumer assignment)"
+
+
+def test_transaction_durations_and_times_read_as_a_person_would():
+    assert _duration(0) == "0.000s"
+    assert _duration(61_005) == "1m 1.005s"
+    assert _duration(3_723_000) == "1h 2m 3.000s"
+    assert _duration(-5) == "0.000s"  # a start time after "now" (clock steered back) shows no negative age
+    assert _ms_time(-1) == ""
+    assert _ms_time(0) == "1970-01-01 00:00:00.000"
