@@ -120,6 +120,9 @@ class PartitionLog:
         self._pending_flush: tuple[Future, int] | None = None  # (fsync in the flusher thread, LEO then)
         self._closed = False
         self._storage_failing = False  # a storage error was logged; cleared by the next good write
+        # The checkpoint on disk still says "clean shutdown": true after a clean open until the
+        # first change to the files, which must clear it first (see _mark_unclean).
+        self._clean_on_disk = False
         os.makedirs(directory, exist_ok=True)
         self._load()
 
@@ -217,6 +220,8 @@ class PartitionLog:
                 _require_keys(buf)
         if self._closed:
             self._check_open()
+        if self._clean_on_disk:
+            self._mark_unclean()
         # From here on this is _append() for a single batch, written out: it is the produce path.
         now = self._now()
         span = record_count
@@ -299,6 +304,8 @@ class PartitionLog:
 
     def _append(self, buf, batches: list[tuple[int, BatchHeader]]) -> AppendInfo:
         self._check_open()
+        if self._clean_on_disk:
+            self._mark_unclean()
         config = self.config
         for pos, h in batches:
             if h.size > config.max_message_bytes:
@@ -387,6 +394,8 @@ class PartitionLog:
         old = self.active
         if old.size == 0:
             return old
+        if self._clean_on_disk:
+            self._mark_unclean()
         self._finish_background_flush(wait=True)  # its data must be on disk before we say so
         # On a full disk any step below can fail; until the new segment exists the old one
         # stays the active segment, open and intact, so the log keeps working once there is room.
@@ -638,6 +647,8 @@ class PartitionLog:
     def _delete_prefix(self, doomed: list[Segment]) -> None:
         if not doomed:
             return
+        if self._clean_on_disk:
+            self._mark_unclean()
         if doomed[-1] is self.active:
             self.roll()  # never leave the log without an active segment
         for seg in doomed:
@@ -655,6 +666,8 @@ class PartitionLog:
         from .cleaner import compact_log
 
         self._check_open()
+        if self._clean_on_disk:
+            self._mark_unclean()
         return compact_log(self)
 
     def needs_compaction(self) -> bool:
@@ -664,6 +677,8 @@ class PartitionLog:
 
     def _replace_segment(self, old: Segment, new: Segment | None) -> None:
         """Swap in a rewritten segment (or drop it when nothing survived)."""
+        if self._clean_on_disk:
+            self._mark_unclean()
         i = self.segments.index(old)
         if self._txn is not None:
             self._txn.replace_segment(old.base_offset, None if new is None else new.base_offset)
@@ -709,6 +724,19 @@ class PartitionLog:
     def _write_checkpoint(self, clean: bool) -> None:
         write_checkpoint(self.directory, Checkpoint(self.log_start_offset, self.recovery_point,
                                                     self.cleaned_offset, clean))
+        self._clean_on_disk = clean
+
+    def _mark_unclean(self) -> None:
+        """Clear the clean-shutdown flag before the first change to the files after a clean open.
+
+        Kafka removes its clean-shutdown marker when it starts; doing it here instead, once per
+        partition on its first write, keeps two fsyncs per partition out of start-up, and a
+        partition only read since the start needs no recovery after a crash: its files are
+        still exactly what the clean shutdown described."""
+        try:
+            self._write_checkpoint(clean=False)
+        except OSError as exc:
+            raise self._storage_error("cannot clear the clean-shutdown flag", exc) from exc
 
     # --- opening --------------------------------------------------------------------------------
 
@@ -779,12 +807,18 @@ class PartitionLog:
             else:
                 seg.unmap()
         self.recovery_point = self.log_end_offset
-        # The clean flag must be gone before the first append; otherwise rewrite only when the
-        # checkpoint no longer describes the files (a rewrite costs two fsyncs per partition).
-        if (cp is None or cp.clean_shutdown or cp.log_start != self.log_start_offset
+        # Rewrite the checkpoint only when it no longer describes the files (a rewrite costs two
+        # fsyncs per partition).  A clean one that still does stays until the first change
+        # (_mark_unclean): a start-up then writes nothing for partitions that are only read.
+        if (cp is None or cp.log_start != self.log_start_offset
                 or not self.active.base_offset <= cp.recovery_point <= self.log_end_offset
                 or cp.cleaned_offset != self.cleaned_offset):
             self._write_checkpoint(clean=False)
+        elif cp.clean_shutdown:
+            # Exactly what the files hold now, so the next clean open trusts them again.
+            self._clean_on_disk = (cp.recovery_point == self.log_end_offset)
+            if not self._clean_on_disk:
+                self._write_checkpoint(clean=False)
 
 
 _FLUSHER: ThreadPoolExecutor | None = None
