@@ -19,6 +19,11 @@ continue exactly where the previous batch ended.  The first batch that fails cut
 and removes every later segment, because nothing after an unreadable batch can be trusted to be in
 order.  Indexes of validated segments are rebuilt; trusted segments reuse theirs when they pass a
 sanity check and are rebuilt otherwise.
+
+Opening a trusted segment reads no more than its first batch header, the last entry of each index
+and the batches after the last indexed one (storage/segment.py ``load_trusted``); the index entries
+are read and checked on first use.  So a clean restart costs about the same per partition whatever
+the data size, and writes nothing: the clean flag stays until the first change (``_mark_unclean``).
 """
 
 from __future__ import annotations
