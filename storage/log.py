@@ -706,7 +706,8 @@ class PartitionLog:
         for seg in self.segments:
             seg.sync()
         self.recovery_point = self.log_end_offset
-        self._write_checkpoint(clean=True)
+        if not self._clean_on_disk:  # else unchanged since a clean open: the checkpoint still holds
+            self._write_checkpoint(clean=True)
         for seg in self.segments:
             seg.release()
         self._closed = True

@@ -146,6 +146,9 @@ def test_a_clean_restart_rescans_nothing_and_writes_no_checkpoint(tmp_path, cloc
     assert read_checkpoint(str(tmp_path / "p")).clean_shutdown
     assert read_all(log2)  # reading changes nothing on disk
     assert checkpoints == []
+    log2.close()  # nor does closing a partition that did not change
+    assert checkpoints == [] and read_checkpoint(str(tmp_path / "p")).clean_shutdown
+    log2 = PartitionLog(str(tmp_path / "p"), CONFIG, now_ms=clock)
     segments = len(log2.segments)
     for i in range(5):
         log2.append(batch(1, ts=T0 + 99 + i))
