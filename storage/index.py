@@ -69,6 +69,7 @@ class _LazyIndex:
         self._persisted = 0  # entries already in the file
         self._dirty = False  # file content diverges from the arrays (not just a missing tail)
         self._unsynced = False
+        self._on_disk = False  # the file is known to exist (saves a stat per write_pending)
 
     @property
     def loaded(self) -> bool:
@@ -91,7 +92,7 @@ class _LazyIndex:
     def __len__(self) -> int:
         if self._unread is not None:
             return self._unread[0]
-        return len(self._first_array())
+        return len(self._offsets)
 
     def write_pending(self, sync: bool) -> None:
         if self._unread is not None:
@@ -133,9 +134,6 @@ class OffsetIndex(_LazyIndex):
             self.load()
         return self._positions
 
-    def _first_array(self) -> array:
-        return self._offsets
-
     def _set_empty(self) -> None:
         self._offsets = array("q")
         self._positions = array("q")
@@ -146,6 +144,7 @@ class OffsetIndex(_LazyIndex):
         peeked = _peek_last(self.path, self.entry_size)
         if peeked is None:
             return False
+        self._on_disk = True
         count, last = peeked
         if not count:
             if log_size > 0:
@@ -252,9 +251,6 @@ class TimeIndex(_LazyIndex):
             self.load()
         return self._offsets
 
-    def _first_array(self) -> array:
-        return self._timestamps
-
     def _set_empty(self) -> None:
         self._timestamps = array("q")
         self._offsets = array("q")
@@ -264,6 +260,7 @@ class TimeIndex(_LazyIndex):
         peeked = _peek_last(self.path, self.entry_size)
         if peeked is None:
             return False
+        self._on_disk = True
         count, last = peeked
         self._set_empty()
         if not count:
@@ -356,7 +353,7 @@ def _write_pending(index, sync: bool) -> None:
     elif index._persisted < len(index._offsets):
         _write_all(index.path, index._pack(index._persisted), append=True, sync=sync)
         index._unsynced = not sync
-    elif not os.path.exists(index.path):
+    elif not index._on_disk and not os.path.exists(index.path):
         _write_all(index.path, b"", append=True, sync=sync)
         index._unsynced = not sync
     elif sync and index._unsynced:
@@ -364,3 +361,4 @@ def _write_pending(index, sync: bool) -> None:
         index._unsynced = False
     index._persisted = len(index._offsets)
     index._dirty = False
+    index._on_disk = True

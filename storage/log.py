@@ -749,17 +749,19 @@ class PartitionLog:
     def _load(self) -> None:
         directory = self.directory
         bases = set()
+        segment_files = []
         for name in os.listdir(directory):
-            path = os.path.join(directory, name)
             if name.endswith((CLEANED_SUFFIX, ".tmp", ".swap", ".deleted")):
-                os.unlink(path)  # leftovers of an interrupted compaction or checkpoint write
+                # leftovers of an interrupted compaction or checkpoint write
+                os.unlink(os.path.join(directory, name))
                 continue
             m = _SEGMENT_FILE.match(name)
-            if m and m.group(2) == "log":
-                bases.add(int(m.group(1)))
-        for name in os.listdir(directory):
-            m = _SEGMENT_FILE.match(name)
-            if m and int(m.group(1)) not in bases:
+            if m:
+                segment_files.append((name, int(m.group(1))))
+                if m.group(2) == "log":
+                    bases.add(int(m.group(1)))
+        for name, base in segment_files:
+            if base not in bases:
                 os.unlink(os.path.join(directory, name))  # an index without its log
         cp = read_checkpoint(directory)
         interval = self.config.index_interval_bytes
@@ -768,7 +770,6 @@ class PartitionLog:
         for i, base in enumerate(ordered):
             seg = Segment(directory, base)
             next_base = ordered[i + 1] if i + 1 < len(ordered) else None
-            before = os.path.getsize(seg.log_path)
             if segments and base < segments[-1].next_offset:
                 # Offsets overlapping the previous segment: nothing from here on is in order.
                 cut, later_from = True, i
@@ -779,7 +780,7 @@ class PartitionLog:
                     # Without a checkpoint we cannot tell which closed segments the cleaner
                     # rewrote (they may have offset gaps), so only the last must be gap-free.
                     cut = seg.recover(interval, strict=cp is not None or next_base is None)
-                self.recovered_bytes_cut += before - seg.size
+                self.recovered_bytes_cut += seg.found_size - seg.size
                 segments.append(seg)
                 later_from = i + 1
             if cut:

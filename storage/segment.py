@@ -61,6 +61,7 @@ class Segment:
         self.index = OffsetIndex(stem + INDEX_SUFFIX, base_offset)
         self.time_index = TimeIndex(stem + TIME_INDEX_SUFFIX, base_offset)
         self.size = 0
+        self.found_size = 0  # the log file's size when opened (recovery may cut it)
         self.next_offset = base_offset  # one past the last offset stored here
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1  # base offset of the batch holding max_timestamp
@@ -292,7 +293,7 @@ class Segment:
         unparseable header must never be served).
         """
         st = os.stat(self.log_path)
-        self.size = st.st_size
+        self.size = self.found_size = st.st_size
         self.created_ms = int(st.st_mtime * 1000)
         self._interval = interval
         self.index.on_corrupt = self.time_index.on_corrupt = self._rebuild_indexes
@@ -357,8 +358,9 @@ class Segment:
         ``strict`` demands contiguous offsets starting at the segment's base offset, which holds
         for every segment the cleaner has not rewritten.  Returns True when bytes were cut.
         """
-        self.size = os.path.getsize(self.log_path)
-        self.created_ms = int(os.path.getmtime(self.log_path) * 1000)
+        st = os.stat(self.log_path)
+        self.size = self.found_size = st.st_size
+        self.created_ms = int(st.st_mtime * 1000)
         self._interval = interval
         self.index.clear()
         self.time_index.clear()
