@@ -195,3 +195,27 @@ def test_a_crash_after_the_first_write_recovers_the_tail(tmp_path, clock, no_fsy
     assert recovered and not set(recovered) & set(closed[:-1])
     assert all(not s.index.loaded for s in log3.segments if s.base_offset in closed[:-1])
     assert [r.offset for r in read_all(log3)] == list(range(good_end))
+
+
+def test_a_corrupt_index_of_the_active_segment_is_rebuilt_before_the_next_append(tmp_path, clock):
+    """The rebuild must index the log as it was, then the append indexes its own batch once."""
+    config = {"segment.bytes": 1 << 20, "index.interval.bytes": 200}
+    log = PartitionLog(str(tmp_path / "p"), config, now_ms=clock)
+    for i in range(30):
+        log.append(batch(2, ts=T0 + i))
+    log.close()
+    assert len(log.active.index) > 3
+    with open(log.active.index.path, "r+b") as f:
+        f.seek(8)
+        f.write(b"\x7f\x7f\x7f\x7f")
+    log2 = PartitionLog(str(tmp_path / "p"), config, now_ms=clock)
+    assert not log2.active.index.loaded
+    fresh = PartitionLog(str(tmp_path / "q"), config, now_ms=clock)
+    for i in range(30):
+        fresh.append(batch(2, ts=T0 + i))
+    for i in range(30, 40):
+        log2.append(batch(2, ts=T0 + i))
+        fresh.append(batch(2, ts=T0 + i))
+    assert snapshot(log2) == snapshot(fresh)
+    log2.close()
+    assert snapshot(PartitionLog(str(tmp_path / "p"), config, now_ms=clock)) == snapshot(fresh)
