@@ -27,6 +27,7 @@ from .index import OffsetIndex, TimeIndex
 _BASE_LEN_DELTA = struct.Struct(">qi11xi")  # base offset, batch length, last offset delta (byte 23)
 _INT32 = struct.Struct(">i")
 _log = logging.getLogger("minikafka.storage")
+_TAIL_READ_MAX = 1 << 20  # load_trusted reads at most this much of a segment's unindexed tail
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -309,7 +310,9 @@ class Segment:
         with open(self.log_path, "rb", buffering=0) as f:
             first = f.read(BATCH_HEADER_SIZE)
             f.seek(last_pos)
-            tail = f.read()  # the last indexed batch and those after it: about index.interval.bytes
+            # The last indexed batch and those after it: about index.interval.bytes, unless the
+            # index is sparser than that; then the tail is scanned through the mapping.
+            tail = f.read(_TAIL_READ_MAX if self.size - last_pos > _TAIL_READ_MAX else -1)
         try:
             self.first_batch_timestamp = read_header(first, 0).max_timestamp
             header = read_header(tail, 0)
@@ -322,7 +325,11 @@ class Segment:
             self.max_timestamp = header.max_timestamp
             self.offset_of_max_timestamp = header.base_offset
         self.next_offset = header.next_offset
+        if self.offset_of_max_timestamp >= self.next_offset:
+            return self._rescan(interval)  # the time index points past the log
         self.bytes_since_index = 0
+        if last_pos + len(tail) < self.size:
+            tail = None
         return self._cut(self._scan(last_pos + header.size, interval, validate=False, expected=None,
                                     buf=tail, buf_start=last_pos))
 

@@ -219,3 +219,19 @@ def test_a_corrupt_index_of_the_active_segment_is_rebuilt_before_the_next_append
     assert snapshot(log2) == snapshot(fresh)
     log2.close()
     assert snapshot(PartitionLog(str(tmp_path / "p"), config, now_ms=clock)) == snapshot(fresh)
+
+
+def test_a_long_unindexed_tail_is_scanned_through_the_mapping(tmp_path, clock, monkeypatch):
+    from minikafka.storage import segment as segment_module
+
+    monkeypatch.setattr(segment_module, "_TAIL_READ_MAX", 300)  # a few batches
+    config = {"segment.bytes": 1 << 20, "index.interval.bytes": 1 << 20}  # one entry per segment
+    log = PartitionLog(str(tmp_path / "p"), config, now_ms=clock)
+    for i in range(20):
+        log.append(batch(2, ts=T0 + i))
+    expected = snapshot(log)
+    log.close()
+    assert len(log.active.index) == 1 and log.active.size > 300
+    log2 = PartitionLog(str(tmp_path / "p"), config, now_ms=clock)
+    assert stats(log2) == [row[:6] for row in expected]
+    assert log2.append(batch(1, ts=T0 + 50)).base_offset == 40
