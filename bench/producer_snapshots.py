@@ -58,12 +58,15 @@ def fill(data_dir: str, partitions: int, total_bytes: int, records: int, value_b
     value = b"x" * value_bytes
     batches = 0
     t0 = time.monotonic()
+    # Recent timestamps: with old fixed ones the first broker start rolled every segment
+    # (segment.ms) and retention (7 days) then deleted the whole data set.
+    ts0 = int(time.time() * 1000) - 3_600_000
     for p in range(partitions):
         plog = PartitionLog(os.path.join(data_dir, f"{TOPIC}-{p}"))
         seq, size = 0, 0
         pid = 100000 + p
         while size < per_partition:
-            batch = bytearray(build_batch([(None, value, [], 1_700_000_000_000 + seq + i) for i in range(records)],
+            batch = bytearray(build_batch([(None, value, [], ts0 + seq + i) for i in range(records)],
                                           producer_id=pid, producer_epoch=0, base_sequence=seq))
             plog.append(batch)
             size += len(batch)

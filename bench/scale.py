@@ -1,6 +1,6 @@
 """Scale figures (issue 14): many partitions, many idle connections, many groups rebalancing.
 
-    .venv/bin/python bench/scale.py partitions  [--topics 100 --per-topic 100]
+    .venv/bin/python bench/scale.py partitions  [--topics 100 --per-topic 100] [--keep DIR]
     .venv/bin/python bench/scale.py connections [--count 5000]
     .venv/bin/python bench/scale.py groups      [--groups 100 --members 10]
 
@@ -64,7 +64,8 @@ def metadata_body(topics):
 
 def bench_partitions(args) -> None:
     total = args.topics * args.per_topic
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or scratch  # a kept DIR/data can be timed again with restart_ready.py
         t0 = time.monotonic()
         broker = BrokerProcess(tmp, {})
         empty_ready = time.monotonic() - t0
@@ -311,6 +312,7 @@ def main() -> None:
     parser.add_argument("--members", type=int, default=10)
     parser.add_argument("--initial-delay-ms", type=int, default=3000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--keep", default=None, help="partitions: work directory to keep")
     args = parser.parse_args()
     {"partitions": bench_partitions, "connections": bench_connections, "groups": bench_groups}[args.what](args)
 

@@ -97,6 +97,11 @@ Known differences from Kafka (on purpose, or not done yet)
   KafkaError(KAFKA_STORAGE_ERROR), logged once per log until a write succeeds; the log stays
   usable (a failed roll keeps the old segment active).  A failing fsync after a written append
   does not fail the append.  Kafka instead takes the whole log directory offline.
+* The clean-shutdown flag is per partition, in its checkpoint, and a clean open leaves it set until
+  the partition's first change (append, roll, retention, compaction), which clears it first.
+  Kafka removes one ``.kafka_cleanshutdown`` file per log directory at start; the effect is the
+  same (a crash after the first write recovers the tail), without a checkpoint write per partition
+  at start.  Indexes open lazily, like Kafka's mmapped ones: their entries are read on first use.
 * Every compressed batch storage opens (time lookups, compaction, key checks) inflates within
   256 MiB (protocol.records.DECOMPRESSED_CAP_BYTES); past it the batch counts as corrupt.
 

@@ -5,6 +5,12 @@ restart skip scanning the log.  Entries reach the file on flush, roll and close 
 and a file that fails its sanity check on load is simply rebuilt from the log, so an index can never
 make valid data unreachable.
 
+Opening is lazy, like Kafka's memory-mapped indexes: ``open_lazily`` reads only the file's size and
+its last entry (what the segment needs to know where it ends), and the entries are read and checked
+on first use (a lookup, an append, a truncation).  A start-up over hundreds of partitions then costs
+two small reads per segment instead of decoding every entry.  When the deferred check fails, the
+index calls its segment's ``on_corrupt`` to rebuild it from the log, as a failed check at open would.
+
 File formats (big-endian, like Kafka's):
 
 * ``.index``: 8-byte entries ``(offset - segment base) u32, position u32``; one entry for the first
@@ -17,6 +23,7 @@ File formats (big-endian, like Kafka's):
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 from array import array
@@ -26,6 +33,71 @@ from . import fs
 
 _OFFSET_ENTRY = struct.Struct(">II")
 _TIME_ENTRY = struct.Struct(">qI")
+_log = logging.getLogger("minikafka.storage")
+
+
+def _peek_last(path: str, entry_size: int) -> tuple[int, bytes] | None:
+    """(number of entries, last entry's bytes) of an index file; None when missing or torn."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        if size % entry_size:
+            return None
+        count = size // entry_size
+        if not count:
+            return 0, b""
+        last = os.pread(fd, entry_size, size - entry_size)
+        return (count, last) if len(last) == entry_size else None
+    finally:
+        os.close(fd)
+
+
+class _LazyIndex:
+    """What both indexes share: the entries stay in the file until first use."""
+
+    entry_size = 0
+
+    def __init__(self, path: str, base_offset: int):
+        self.path = path
+        self.base_offset = base_offset
+        # Set by the segment: rebuilds both indexes from the log when a deferred read fails.
+        self.on_corrupt = None
+        self._unread: tuple | None = None  # (entries in the file, arguments of _read) until read
+        self._persisted = 0  # entries already in the file
+        self._dirty = False  # file content diverges from the arrays (not just a missing tail)
+        self._unsynced = False
+        self._on_disk = False  # the file is known to exist (saves a stat per write_pending)
+
+    @property
+    def loaded(self) -> bool:
+        """False while the entries are still only in the file (opened lazily, not used yet)."""
+        return self._unread is None
+
+    def load(self) -> None:
+        """Read the entries now if the file was opened lazily; a failed check rebuilds the index."""
+        if self._unread is None:
+            return
+        _, args = self._unread
+        self._unread = None
+        if not self._read(*args):
+            _log.warning("index %s is corrupt; rebuilding it from the log", self.path)
+            self._set_empty()
+            self._dirty = True
+            if self.on_corrupt is not None:
+                self.on_corrupt()
+
+    def __len__(self) -> int:
+        if self._unread is not None:
+            return self._unread[0]
+        return len(self._offsets)
+
+    def write_pending(self, sync: bool) -> None:
+        if self._unread is not None:
+            return  # the file is exactly what was found at open, and was synced then
+        _write_pending(self, sync)
 
 
 def _write_all(path: str, data: bytes, append: bool, sync: bool) -> None:
@@ -41,51 +113,90 @@ def _write_all(path: str, data: bytes, append: bool, sync: bool) -> None:
         os.close(fd)
 
 
-class OffsetIndex:
+class OffsetIndex(_LazyIndex):
     entry_size = _OFFSET_ENTRY.size
 
     def __init__(self, path: str, base_offset: int):
-        self.path = path
-        self.base_offset = base_offset
-        self.offsets = array("q")
-        self.positions = array("q")
-        self._persisted = 0  # entries already in the file
-        self._dirty = False  # file content diverges from the arrays (not just a missing tail)
-        self._unsynced = False
+        super().__init__(path, base_offset)
+        self._offsets = array("q")
+        self._positions = array("q")
+        self._last: tuple[int, int] | None = None  # the last entry, known without reading the rest
 
-    def __len__(self) -> int:
-        return len(self.offsets)
+    @property
+    def offsets(self) -> array:
+        if self._unread is not None:
+            self.load()
+        return self._offsets
+
+    @property
+    def positions(self) -> array:
+        if self._unread is not None:
+            self.load()
+        return self._positions
+
+    def _set_empty(self) -> None:
+        self._offsets = array("q")
+        self._positions = array("q")
+
+    def open_lazily(self, log_size: int, next_segment_base: int | None) -> bool:
+        """Take the file as this segment's index without reading its entries: only the last one,
+        checked against the log.  False when it is missing or not plausible (rebuild it now)."""
+        peeked = _peek_last(self.path, self.entry_size)
+        if peeked is None:
+            return False
+        self._on_disk = True
+        count, last = peeked
+        if not count:
+            if log_size > 0:
+                return False  # the first batch of a segment is always indexed
+            self._set_empty()
+            self._persisted = 0
+            self._dirty = False
+            return True
+        rel, pos = _OFFSET_ENTRY.unpack(last)
+        off = self.base_offset + rel
+        if pos >= log_size or (next_segment_base is not None and off >= next_segment_base):
+            return False
+        self._set_empty()
+        self._unread = (count, (log_size, next_segment_base))
+        self._last = (off, pos)
+        return True
 
     def append(self, offset: int, position: int) -> None:
-        self.offsets.append(offset)
-        self.positions.append(position)
+        if self._unread is not None:
+            self.load()
+        self._offsets.append(offset)
+        self._positions.append(position)
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """(base offset, position) of the last indexed batch starting at or before ``offset``."""
-        i = bisect_right(self.offsets, offset) - 1
+        offsets = self.offsets
+        i = bisect_right(offsets, offset) - 1
         if i < 0:
             return self.base_offset, 0
-        return self.offsets[i], self.positions[i]
+        return offsets[i], self._positions[i]
 
     def last(self) -> tuple[int, int]:
-        if not self.offsets:
+        if self._unread is not None:
+            return self._last
+        if not self._offsets:
             return self.base_offset, 0
-        return self.offsets[-1], self.positions[-1]
+        return self._offsets[-1], self._positions[-1]
 
     def clear(self) -> None:
-        self.offsets = array("q")
-        self.positions = array("q")
+        self._unread = None
+        self._set_empty()
         self._dirty = True
 
     def truncate_to_position(self, position: int) -> None:
         """Drop the entries pointing at or beyond ``position`` (the log was cut there)."""
         n = bisect_right(self.positions, position - 1)
-        if n < len(self.offsets):
-            del self.offsets[n:]
-            del self.positions[n:]
+        if n < len(self._offsets):
+            del self._offsets[n:]
+            del self._positions[n:]
             self._dirty = True
 
-    def load(self, log_size: int, next_segment_base: int | None) -> bool:
+    def _read(self, log_size: int, next_segment_base: int | None) -> bool:
         """Read the file; False (and empty arrays) when missing or not plausible for this log."""
         try:
             with open(self.path, "rb") as f:
@@ -108,45 +219,76 @@ class OffsetIndex:
         # The first batch of a segment is always indexed.
         if (offsets and positions[0] != 0) or (log_size > 0 and not offsets):
             return False
-        self.offsets, self.positions = offsets, positions
+        self._offsets, self._positions = offsets, positions
         self._persisted = len(offsets)
         self._dirty = False
         return True
 
     def _pack(self, start: int) -> bytes:
         base = self.base_offset
-        return b"".join(
-            _OFFSET_ENTRY.pack(self.offsets[i] - base, self.positions[i]) for i in range(start, len(self.offsets))
-        )
-
-    def write_pending(self, sync: bool) -> None:
-        _write_pending(self, sync)
+        offsets, positions = self._offsets, self._positions
+        return b"".join(_OFFSET_ENTRY.pack(offsets[i] - base, positions[i]) for i in range(start, len(offsets)))
 
 
-class TimeIndex:
+class TimeIndex(_LazyIndex):
     entry_size = _TIME_ENTRY.size
 
     def __init__(self, path: str, base_offset: int):
-        self.path = path
-        self.base_offset = base_offset
-        self.timestamps = array("q")
-        self.offsets = array("q")
-        self._persisted = 0
-        self._dirty = False
-        self._unsynced = False
+        super().__init__(path, base_offset)
+        self._timestamps = array("q")
+        self._offsets = array("q")
+        self._last: tuple[int, int] | None = None
 
-    def __len__(self) -> int:
-        return len(self.timestamps)
+    @property
+    def timestamps(self) -> array:
+        if self._unread is not None:
+            self.load()
+        return self._timestamps
+
+    @property
+    def offsets(self) -> array:
+        if self._unread is not None:
+            self.load()
+        return self._offsets
+
+    def _set_empty(self) -> None:
+        self._timestamps = array("q")
+        self._offsets = array("q")
+
+    def open_lazily(self, next_segment_base: int | None) -> bool:
+        """As OffsetIndex.open_lazily: only the last entry is read and checked now."""
+        peeked = _peek_last(self.path, self.entry_size)
+        if peeked is None:
+            return False
+        self._on_disk = True
+        count, last = peeked
+        self._set_empty()
+        if not count:
+            self._persisted = 0
+            self._dirty = False
+            return True
+        ts, rel = _TIME_ENTRY.unpack(last)
+        off = self.base_offset + rel
+        if next_segment_base is not None and off >= next_segment_base:
+            return False
+        self._unread = (count, (next_segment_base,))
+        self._last = (ts, off)
+        return True
 
     def maybe_append(self, timestamp: int, offset: int) -> None:
-        if not self.timestamps or timestamp > self.timestamps[-1]:
-            self.timestamps.append(timestamp)
-            self.offsets.append(offset)
+        if self._unread is not None:
+            self.load()
+        timestamps = self._timestamps
+        if not timestamps or timestamp > timestamps[-1]:
+            timestamps.append(timestamp)
+            self._offsets.append(offset)
 
     def last(self) -> tuple[int, int] | None:
-        if not self.timestamps:
+        if self._unread is not None:
+            return self._last
+        if not self._timestamps:
             return None
-        return self.timestamps[-1], self.offsets[-1]
+        return self._timestamps[-1], self._offsets[-1]
 
     def lookup_before(self, timestamp: int) -> int | None:
         """Base offset of a batch at or before the first record with timestamp >= ``timestamp``.
@@ -157,22 +299,22 @@ class TimeIndex:
         i = bisect_right(self.timestamps, timestamp - 1) - 1
         if i < 0:
             return None
-        return self.offsets[i]
+        return self._offsets[i]
 
     def clear(self) -> None:
-        self.timestamps = array("q")
-        self.offsets = array("q")
+        self._unread = None
+        self._set_empty()
         self._dirty = True
 
     def truncate_to_offset(self, next_offset: int) -> None:
+        # offsets are non-decreasing, which is all bisect needs
         n = bisect_right(self.offsets, next_offset - 1)
-        # offsets are non-decreasing but bisect still needs them sorted, which they are
-        if n < len(self.offsets):
-            del self.timestamps[n:]
-            del self.offsets[n:]
+        if n < len(self._offsets):
+            del self._timestamps[n:]
+            del self._offsets[n:]
             self._dirty = True
 
-    def load(self, next_segment_base: int | None) -> bool:
+    def _read(self, next_segment_base: int | None) -> bool:
         try:
             with open(self.path, "rb") as f:
                 data = f.read()
@@ -192,19 +334,15 @@ class TimeIndex:
             timestamps.append(ts)
             offsets.append(off)
             prev_ts, prev_off = ts, off
-        self.timestamps, self.offsets = timestamps, offsets
+        self._timestamps, self._offsets = timestamps, offsets
         self._persisted = len(offsets)
         self._dirty = False
         return True
 
     def _pack(self, start: int) -> bytes:
         base = self.base_offset
-        return b"".join(
-            _TIME_ENTRY.pack(self.timestamps[i], self.offsets[i] - base) for i in range(start, len(self.offsets))
-        )
-
-    def write_pending(self, sync: bool) -> None:
-        _write_pending(self, sync)
+        timestamps, offsets = self._timestamps, self._offsets
+        return b"".join(_TIME_ENTRY.pack(timestamps[i], offsets[i] - base) for i in range(start, len(offsets)))
 
 
 def _write_pending(index, sync: bool) -> None:
@@ -212,14 +350,15 @@ def _write_pending(index, sync: bool) -> None:
     if index._dirty:
         _write_all(index.path, index._pack(0), append=False, sync=sync)
         index._unsynced = not sync
-    elif index._persisted < len(index.offsets):
+    elif index._persisted < len(index._offsets):
         _write_all(index.path, index._pack(index._persisted), append=True, sync=sync)
         index._unsynced = not sync
-    elif not os.path.exists(index.path):
+    elif not index._on_disk and not os.path.exists(index.path):
         _write_all(index.path, b"", append=True, sync=sync)
         index._unsynced = not sync
     elif sync and index._unsynced:
         fs.fsync_path(index.path)
         index._unsynced = False
-    index._persisted = len(index.offsets)
+    index._persisted = len(index._offsets)
     index._dirty = False
+    index._on_disk = True

@@ -19,6 +19,11 @@ continue exactly where the previous batch ended.  The first batch that fails cut
 and removes every later segment, because nothing after an unreadable batch can be trusted to be in
 order.  Indexes of validated segments are rebuilt; trusted segments reuse theirs when they pass a
 sanity check and are rebuilt otherwise.
+
+Opening a trusted segment reads no more than its first batch header, the last entry of each index
+and the batches after the last indexed one (storage/segment.py ``load_trusted``); the index entries
+are read and checked on first use.  So a clean restart costs about the same per partition whatever
+the data size, and writes nothing: the clean flag stays until the first change (``_mark_unclean``).
 """
 
 from __future__ import annotations
@@ -120,6 +125,9 @@ class PartitionLog:
         self._pending_flush: tuple[Future, int] | None = None  # (fsync in the flusher thread, LEO then)
         self._closed = False
         self._storage_failing = False  # a storage error was logged; cleared by the next good write
+        # The checkpoint on disk still says "clean shutdown": true after a clean open until the
+        # first change to the files, which must clear it first (see _mark_unclean).
+        self._clean_on_disk = False
         os.makedirs(directory, exist_ok=True)
         self._load()
 
@@ -217,6 +225,8 @@ class PartitionLog:
                 _require_keys(buf)
         if self._closed:
             self._check_open()
+        if self._clean_on_disk:
+            self._mark_unclean()
         # From here on this is _append() for a single batch, written out: it is the produce path.
         now = self._now()
         span = record_count
@@ -299,6 +309,8 @@ class PartitionLog:
 
     def _append(self, buf, batches: list[tuple[int, BatchHeader]]) -> AppendInfo:
         self._check_open()
+        if self._clean_on_disk:
+            self._mark_unclean()
         config = self.config
         for pos, h in batches:
             if h.size > config.max_message_bytes:
@@ -387,6 +399,8 @@ class PartitionLog:
         old = self.active
         if old.size == 0:
             return old
+        if self._clean_on_disk:
+            self._mark_unclean()
         self._finish_background_flush(wait=True)  # its data must be on disk before we say so
         # On a full disk any step below can fail; until the new segment exists the old one
         # stays the active segment, open and intact, so the log keeps working once there is room.
@@ -638,6 +652,8 @@ class PartitionLog:
     def _delete_prefix(self, doomed: list[Segment]) -> None:
         if not doomed:
             return
+        if self._clean_on_disk:
+            self._mark_unclean()
         if doomed[-1] is self.active:
             self.roll()  # never leave the log without an active segment
         for seg in doomed:
@@ -655,6 +671,8 @@ class PartitionLog:
         from .cleaner import compact_log
 
         self._check_open()
+        if self._clean_on_disk:
+            self._mark_unclean()
         return compact_log(self)
 
     def needs_compaction(self) -> bool:
@@ -664,6 +682,8 @@ class PartitionLog:
 
     def _replace_segment(self, old: Segment, new: Segment | None) -> None:
         """Swap in a rewritten segment (or drop it when nothing survived)."""
+        if self._clean_on_disk:
+            self._mark_unclean()
         i = self.segments.index(old)
         if self._txn is not None:
             self._txn.replace_segment(old.base_offset, None if new is None else new.base_offset)
@@ -686,7 +706,8 @@ class PartitionLog:
         for seg in self.segments:
             seg.sync()
         self.recovery_point = self.log_end_offset
-        self._write_checkpoint(clean=True)
+        if not self._clean_on_disk:  # else unchanged since a clean open: the checkpoint still holds
+            self._write_checkpoint(clean=True)
         for seg in self.segments:
             seg.release()
         self._closed = True
@@ -709,23 +730,38 @@ class PartitionLog:
     def _write_checkpoint(self, clean: bool) -> None:
         write_checkpoint(self.directory, Checkpoint(self.log_start_offset, self.recovery_point,
                                                     self.cleaned_offset, clean))
+        self._clean_on_disk = clean
+
+    def _mark_unclean(self) -> None:
+        """Clear the clean-shutdown flag before the first change to the files after a clean open.
+
+        Kafka removes its clean-shutdown marker when it starts; doing it here instead, once per
+        partition on its first write, keeps two fsyncs per partition out of start-up, and a
+        partition only read since the start needs no recovery after a crash: its files are
+        still exactly what the clean shutdown described."""
+        try:
+            self._write_checkpoint(clean=False)
+        except OSError as exc:
+            raise self._storage_error("cannot clear the clean-shutdown flag", exc) from exc
 
     # --- opening --------------------------------------------------------------------------------
 
     def _load(self) -> None:
         directory = self.directory
         bases = set()
+        segment_files = []
         for name in os.listdir(directory):
-            path = os.path.join(directory, name)
             if name.endswith((CLEANED_SUFFIX, ".tmp", ".swap", ".deleted")):
-                os.unlink(path)  # leftovers of an interrupted compaction or checkpoint write
+                # leftovers of an interrupted compaction or checkpoint write
+                os.unlink(os.path.join(directory, name))
                 continue
             m = _SEGMENT_FILE.match(name)
-            if m and m.group(2) == "log":
-                bases.add(int(m.group(1)))
-        for name in os.listdir(directory):
-            m = _SEGMENT_FILE.match(name)
-            if m and int(m.group(1)) not in bases:
+            if m:
+                segment_files.append((name, int(m.group(1))))
+                if m.group(2) == "log":
+                    bases.add(int(m.group(1)))
+        for name, base in segment_files:
+            if base not in bases:
                 os.unlink(os.path.join(directory, name))  # an index without its log
         cp = read_checkpoint(directory)
         interval = self.config.index_interval_bytes
@@ -734,7 +770,6 @@ class PartitionLog:
         for i, base in enumerate(ordered):
             seg = Segment(directory, base)
             next_base = ordered[i + 1] if i + 1 < len(ordered) else None
-            before = os.path.getsize(seg.log_path)
             if segments and base < segments[-1].next_offset:
                 # Offsets overlapping the previous segment: nothing from here on is in order.
                 cut, later_from = True, i
@@ -745,7 +780,7 @@ class PartitionLog:
                     # Without a checkpoint we cannot tell which closed segments the cleaner
                     # rewrote (they may have offset gaps), so only the last must be gap-free.
                     cut = seg.recover(interval, strict=cp is not None or next_base is None)
-                self.recovered_bytes_cut += before - seg.size
+                self.recovered_bytes_cut += seg.found_size - seg.size
                 segments.append(seg)
                 later_from = i + 1
             if cut:
@@ -779,12 +814,18 @@ class PartitionLog:
             else:
                 seg.unmap()
         self.recovery_point = self.log_end_offset
-        # The clean flag must be gone before the first append; otherwise rewrite only when the
-        # checkpoint no longer describes the files (a rewrite costs two fsyncs per partition).
-        if (cp is None or cp.clean_shutdown or cp.log_start != self.log_start_offset
+        # Rewrite the checkpoint only when it no longer describes the files (a rewrite costs two
+        # fsyncs per partition).  A clean one that still does stays until the first change
+        # (_mark_unclean): a start-up then writes nothing for partitions that are only read.
+        if (cp is None or cp.log_start != self.log_start_offset
                 or not self.active.base_offset <= cp.recovery_point <= self.log_end_offset
                 or cp.cleaned_offset != self.cleaned_offset):
             self._write_checkpoint(clean=False)
+        elif cp.clean_shutdown:
+            # Exactly what the files hold now, so the next clean open trusts them again.
+            self._clean_on_disk = (cp.recovery_point == self.log_end_offset)
+            if not self._clean_on_disk:
+                self._write_checkpoint(clean=False)
 
 
 _FLUSHER: ThreadPoolExecutor | None = None

@@ -9,6 +9,7 @@ fault.  Retention and compaction unlink or replace files; existing mappings keep
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import struct
@@ -25,6 +26,8 @@ from .index import OffsetIndex, TimeIndex
 # last offset delta at byte 23.
 _BASE_LEN_DELTA = struct.Struct(">qi11xi")  # base offset, batch length, last offset delta (byte 23)
 _INT32 = struct.Struct(">i")
+_log = logging.getLogger("minikafka.storage")
+_TAIL_READ_MAX = 1 << 20  # load_trusted reads at most this much of a segment's unindexed tail
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -59,12 +62,14 @@ class Segment:
         self.index = OffsetIndex(stem + INDEX_SUFFIX, base_offset)
         self.time_index = TimeIndex(stem + TIME_INDEX_SUFFIX, base_offset)
         self.size = 0
+        self.found_size = 0  # the log file's size when opened (recovery may cut it)
         self.next_offset = base_offset  # one past the last offset stored here
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1  # base offset of the batch holding max_timestamp
         self.first_batch_timestamp: int | None = None  # what segment.ms measures from
         self.created_ms = 0
         self.bytes_since_index = 0
+        self._interval = 4096  # index.interval.bytes the indexes were built with (for a rebuild)
         self.fd: int | None = None
         self.unsynced = False
         self._map: mmap.mmap | None = None
@@ -133,6 +138,10 @@ class Segment:
 
     def write(self, data) -> None:
         """Write ``data`` at the end of the file; on failure cut back so no torn batch remains."""
+        if not (self.index.loaded and self.time_index.loaded):
+            # Before the file grows: a rebuild from the log (a corrupt index found now) must
+            # not see the batch that note_batch is about to index.
+            self.load_indexes()
         start = self.size
         view = memoryview(data)
         pos = start
@@ -177,6 +186,11 @@ class Segment:
         if indexes:
             self.index.write_pending(sync=True)
             self.time_index.write_pending(sync=True)
+
+    def load_indexes(self) -> None:
+        """Read the entries of lazily opened indexes now (rebuilding them if they fail the check)."""
+        self.index.load()
+        self.time_index.load()
 
     def write_indexes(self) -> None:
         self.index.write_pending(sync=False)
@@ -273,40 +287,71 @@ class Segment:
     def load_trusted(self, next_segment_base: int | None, interval: int) -> bool:
         """Open a segment known to be flushed: trust the log, reuse the indexes when sane.
 
-        Returns True when an unreadable tail had to be cut (it should not happen to a flushed
-        segment, but an unparseable header must never be served).
+        Nothing is mapped and the indexes are opened lazily (their last entries only): what is
+        read here is the first batch header, the last indexed one and the few batches after it,
+        so opening costs the same for a segment of 1 MB or 1 GB.  Returns True when an
+        unreadable tail had to be cut (it should not happen to a flushed segment, but an
+        unparseable header must never be served).
         """
-        self.size = os.path.getsize(self.log_path)
-        self.created_ms = int(os.path.getmtime(self.log_path) * 1000)
-        ok = self.index.load(self.size, next_segment_base) and self.time_index.load(next_segment_base)
-        if not ok:
-            self.index.clear()
-            self.time_index.clear()
-            return self._cut(self._scan(0, interval, validate=False, expected=None))
+        st = os.stat(self.log_path)
+        self.size = self.found_size = st.st_size
+        self.created_ms = int(st.st_mtime * 1000)
+        self._interval = interval
+        self.index.on_corrupt = self.time_index.on_corrupt = self._rebuild_indexes
+        if not (self.index.open_lazily(self.size, next_segment_base)
+                and self.time_index.open_lazily(next_segment_base)):
+            return self._rescan(interval)
         last_off, last_pos = self.index.last()
         last_time = self.time_index.last()
         if last_time is not None:
             self.max_timestamp, self.offset_of_max_timestamp = last_time
         if self.size == 0:
             return False
+        with open(self.log_path, "rb", buffering=0) as f:
+            first = f.read(BATCH_HEADER_SIZE)
+            f.seek(last_pos)
+            # The last indexed batch and those after it: about index.interval.bytes, unless the
+            # index is sparser than that; then the tail is scanned through the mapping.
+            tail = f.read(_TAIL_READ_MAX if self.size - last_pos > _TAIL_READ_MAX else -1)
         try:
-            first = read_header(self.buffer(), 0)
-            self.first_batch_timestamp = first.max_timestamp
-            header = read_header(self.buffer(), last_pos)
+            self.first_batch_timestamp = read_header(first, 0).max_timestamp
+            header = read_header(tail, 0)
         except CorruptRecordError:
             header = None
         if header is None or header.base_offset != last_off or last_pos + header.size > self.size:
-            self.index.clear()
-            self.time_index.clear()
-            self._reset_stats()
-            return self._cut(self._scan(0, interval, validate=False, expected=None))
+            return self._rescan(interval)
         # Batches after the last index entry are not indexed yet (or the entry is the last batch).
         if header.max_timestamp > self.max_timestamp:
             self.max_timestamp = header.max_timestamp
             self.offset_of_max_timestamp = header.base_offset
         self.next_offset = header.next_offset
+        if self.offset_of_max_timestamp >= self.next_offset:
+            return self._rescan(interval)  # the time index points past the log
         self.bytes_since_index = 0
-        return self._cut(self._scan(last_pos + header.size, interval, validate=False, expected=None))
+        if last_pos + len(tail) < self.size:
+            tail = None
+        return self._cut(self._scan(last_pos + header.size, interval, validate=False, expected=None,
+                                    buf=tail, buf_start=last_pos))
+
+    def _rescan(self, interval: int) -> bool:
+        """Rebuild both indexes and the stats from the whole log (unvalidated: it is trusted)."""
+        self.index.clear()
+        self.time_index.clear()
+        self._reset_stats()
+        return self._cut(self._scan(0, interval, validate=False, expected=None))
+
+    def _rebuild_indexes(self) -> None:
+        """A lazily opened index failed its check on first use: rebuild it from the log.
+
+        The log may be mapped and read by now, so an unreadable batch cannot be cut here; that
+        is reported, and what comes before it stays indexed."""
+        size = self.size
+        self.index.clear()
+        self.time_index.clear()
+        self._reset_stats()
+        end = self._scan(0, self._interval, validate=False, expected=None)
+        if end < size:
+            _log.error("segment %s has an unreadable batch at position %d of %d", self.log_path, end, size)
 
     def _cut(self, end: int) -> bool:
         if end < self.size:
@@ -320,8 +365,10 @@ class Segment:
         ``strict`` demands contiguous offsets starting at the segment's base offset, which holds
         for every segment the cleaner has not rewritten.  Returns True when bytes were cut.
         """
-        self.size = os.path.getsize(self.log_path)
-        self.created_ms = int(os.path.getmtime(self.log_path) * 1000)
+        st = os.stat(self.log_path)
+        self.size = self.found_size = st.st_size
+        self.created_ms = int(st.st_mtime * 1000)
+        self._interval = interval
         self.index.clear()
         self.time_index.clear()
         self._reset_stats()
@@ -352,25 +399,29 @@ class Segment:
         self.bytes_since_index = 0
 
     def _scan(self, pos: int, interval: int, validate: bool, expected: int | None,
-              strict: bool = False) -> int:
-        """Index batches from ``pos``; return the end of the last acceptable batch."""
+              strict: bool = False, buf=None, buf_start: int = 0) -> int:
+        """Index batches from ``pos``; return the end of the last acceptable batch.
+
+        ``buf`` holds the file from ``buf_start`` to its end (default: the whole mapped file)."""
         if self.size == 0:
             return 0
-        buf = self.buffer()
+        if buf is None:
+            buf, buf_start = self.buffer(), 0
         size = self.size
         floor = self.next_offset if expected is None else expected
         while pos < size:
             if size - pos < BATCH_HEADER_SIZE:
                 break
-            batch_length = _INT32.unpack_from(buf, pos + 8)[0]
+            at = pos - buf_start
+            batch_length = _INT32.unpack_from(buf, at + 8)[0]
             if batch_length < MIN_BATCH_LENGTH or pos + batch_length + LOG_OVERHEAD > size:
                 break
             try:
-                header = read_header(buf, pos)
+                header = read_header(buf, at)
             except CorruptRecordError:
                 break
             if validate:
-                if compute_crc(buf, pos, header.size) != header.crc:
+                if compute_crc(buf, at, header.size) != header.crc:
                     break
                 if header.record_count != header.last_offset_delta + 1 and strict:
                     break

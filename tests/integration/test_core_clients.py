@@ -303,6 +303,26 @@ def test_restart_reads_everything_back_at_the_same_offsets(tmp_path, how):
         handle.stop()
 
 
+def test_kill_after_a_clean_restart_keeps_what_was_produced_since(tmp_path):
+    """A clean start leaves each partition's clean-shutdown flag set until its first write
+    (storage/log.py _mark_unclean), so a kill -9 after writes must still find and keep them."""
+    handle = start_broker(tmp_path)
+    try:
+        topic = "durable-after-restart"
+        first = [(b"a%d" % i, b"v%d" % i, [], TS0 + i) for i in range(5)]
+        assert produce_kafka_python(handle.bootstrap, topic, first) == list(range(5))
+        assert handle.stop() == 0
+        handle._start()
+        second = [(b"b%d" % i, b"w%d" % i, [], TS0 + 10 + i) for i in range(5)]
+        assert produce_kafka_python(handle.bootstrap, topic, second) == list(range(5, 10))
+        handle.restart(kill=True)
+        after = consume_confluent(handle.bootstrap, topic, 0, 10)
+        assert [(o, k, v) for o, k, v, _, _ in after] == [(i, k, v) for i, (k, v, _, _) in enumerate(first + second)]
+        assert produce_kafka_python(handle.bootstrap, topic, [(b"n", b"next", [], TS0)]) == [10]
+    finally:
+        handle.stop()
+
+
 def test_clean_shutdown_is_fast_and_exits_zero(tmp_path):
     handle = start_broker(tmp_path)
     produce_kafka_python(handle.bootstrap, "s", [(b"k", b"v", [], TS0)])
