@@ -39,6 +39,12 @@ def client_config(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
         "log_level": 0,
         "client.id": "minikafka-cli",
     }
+    # librdkafka tells why a connection failed (bad credentials, TLS) only through error_cb; the
+    # one line the command prints should say that rather than a generic transport failure.
+    errors = getattr(args, "client_errors", None)
+    if errors is None:
+        errors = args.client_errors = []
+    config["error_cb"] = errors.append
     config.update(extra)
     for item in args.client_settings:
         name, sep, value = item.partition("=")
@@ -70,14 +76,29 @@ def admin(args: argparse.Namespace):
 
 
 def check_reachable(client, args: argparse.Namespace):
-    """Metadata of the cluster, or CliError(UNREACHABLE) after ``--timeout`` seconds."""
-    from confluent_kafka import KafkaException
+    """Metadata of the cluster; CliError(FAILED) as soon as the cluster refuses the credentials,
+    CliError(UNREACHABLE) after ``--timeout`` seconds otherwise."""
+    import time
 
-    try:
-        return client.list_topics(timeout=args.timeout)
-    except KafkaException as exc:
-        raise CliError(f"cannot reach the cluster at {args.bootstrap}: {_kafka_message(exc)}",
-                       UNREACHABLE) from None
+    from confluent_kafka import KafkaError, KafkaException
+
+    deadline = time.monotonic() + args.timeout
+    while True:
+        step = max(min(0.5, deadline - time.monotonic()), 0.01)
+        try:
+            return client.list_topics(timeout=step)
+        except KafkaException as exc:
+            # error_cb runs only when the client serves its callbacks; nothing is assigned or
+            # queued yet, so this poll delivers nothing else.
+            client.poll(0)
+            seen = getattr(args, "client_errors", [])
+            auth = [e for e in seen if e.code() == KafkaError._AUTHENTICATION]
+            if auth:  # the cluster answered and refused these credentials: the operation failed
+                raise CliError(f"authentication failed at {args.bootstrap}: {auth[-1].str()}", FAILED) from None
+            if time.monotonic() >= deadline:
+                cause = f" ({seen[-1].str()})" if seen and seen[-1].str() not in str(exc) else ""
+                raise CliError(f"cannot reach the cluster at {args.bootstrap}: {_kafka_message(exc)}{cause}",
+                               UNREACHABLE) from None
 
 
 def _kafka_message(exc: BaseException) -> str:
