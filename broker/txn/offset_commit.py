@@ -9,6 +9,8 @@ group); this module, loaded after it, wraps that handler with what Kafka's
 3. READ per topic (TOPIC_AUTHORIZATION_FAILED for its partitions), then unknown topics and
    partitions (UNKNOWN_TOPIC_OR_PARTITION); only the rest reaches the coordinator, and when
    nothing is left the coordinator is not asked at all.
+
+Without an authorizer every check passes and only step 3's existence check can refuse, as in Kafka.
 """
 
 from __future__ import annotations
@@ -29,8 +31,6 @@ def _every_partition(topics: list, code: int) -> dict:
 def authorized(handler):
     async def txn_offset_commit(ctx, body: dict) -> dict:
         topics = body.get("topics") or []
-        if not az.enabled(ctx.broker):
-            return await handler(ctx, body)
         if not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, body["transactional_id"]):
             return _every_partition(topics, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         if not az.authorize(ctx, az.READ, az.GROUP, body["group_id"]):

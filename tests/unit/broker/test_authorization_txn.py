@@ -332,3 +332,24 @@ async def test_transactional_produce_allowed_with_write_on_the_transactional_id(
     body = _produce_body("tx-1", True)
     assert produce.authorize_produce(ctx(broker, 0, 9), body) == []
     assert len(body["topic_data"]) == 1
+
+
+async def test_txn_offset_commit_without_an_authorizer_only_refuses_unknown_partitions(tmp_path):
+    b = FakeBroker(str(tmp_path))
+    b.controller.create_topic("orders", 1)
+    seen = []
+
+    async def group_handler(ctx_, body):
+        seen.append(body)
+        return {"throttle_time_ms": 0, "topics": [{"name": t["name"], "partitions": [
+            {"partition_index": p["partition_index"], "error_code": 0} for p in t["partitions"]]}
+            for t in body["topics"]]}
+
+    reply = await offset_commit.authorized(group_handler)(Ctx(b, 28, 3), {
+        "transactional_id": "tx", "group_id": "g", "topics": [
+            {"name": "orders", "partitions": [{"partition_index": 0}, {"partition_index": 1}]},
+            {"name": "missing", "partitions": [{"partition_index": 0}]}]})
+    assert [[p["error_code"] for p in t["partitions"]] for t in reply["topics"]] == [
+        [0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION], [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]]
+    assert seen[0]["topics"] == [{"name": "orders", "partitions": [{"partition_index": 0}]}]
+    b.logs.close()
