@@ -4,7 +4,10 @@ One broker with four listeners (PLAINTEXT, SSL, SASL_SSL, SASL_PLAINTEXT); librd
 (confluent-kafka) produces COUNT records of SIZE bytes (acks=1) and reads them back with an
 assign() consumer on each listener.  Each round measures every listener once, in rotating order,
 so the noisy shared machine treats them alike; the report gives medians and the ratio to
-PLAINTEXT of the same round.  Set-up time: a fresh client's first Metadata answer (TCP + TLS
+PLAINTEXT of the same round, and the broker's CPU time (user + system, /proc) per MB moved, and
+the producing client's (this process with librdkafka's threads: on a small machine the client's
+own encryption competes with the broker for the same cores).
+Set-up time: a fresh client's first Metadata answer (TCP + TLS
 handshake + SASL exchange + ApiVersions + Metadata), median of SAMPLES, per mechanism; SCRAM is
 measured at 4096 and 16384 iterations (the client derives the salted password; the broker keeps
 only StoredKey/ServerKey, so its own cost does not depend on iterations).
@@ -19,6 +22,7 @@ import argparse
 import os
 import platform
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -66,6 +70,18 @@ def client_conf(listener: str, port: int, certs: Path, mechanism: str = "PLAIN",
         conf.update({"security.protocol": listener, "sasl.mechanisms": mechanism, "sasl.username": user,
                      "sasl.password": password})
     return conf
+
+
+def broker_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of the broker process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def client_cpu_s() -> float:
+    """CPU seconds of this process: the client, librdkafka's threads included."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def produce(conf: dict, topic: str, count: int, size: int) -> float:
@@ -137,7 +153,8 @@ def main() -> None:
                 UserScramCredentialUpsertion("s4096", ScramMechanism.SCRAM_SHA_256, "pw", iterations=4096)])
             kadmin.close()
             listeners = [("PLAINTEXT", "PLAIN"), ("SSL", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-512")]
-            results = {name: {"produce": [], "consume": []} for name, _ in listeners}
+            results = {name: {"produce": [], "consume": [], "produce_cpu": [], "consume_cpu": [],
+                              "produce_client_cpu": []} for name, _ in listeners}
             ratios = {name: {"produce": [], "consume": []} for name, _ in listeners}
             for run in range(args.runs):
                 order = listeners[run % 3:] + listeners[:run % 3]
@@ -146,8 +163,15 @@ def main() -> None:
                     topic = f"bench-{name.lower()}-{run}"
                     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
                     conf = client_conf(name, ports[name], certs, mech, user="s4096", password="pw")
+                    mb = args.count * args.size / 1e6
+                    cpu0, client0 = broker_cpu_s(proc.pid), client_cpu_s()
                     p = produce(conf, topic, args.count, args.size)
+                    cpu1, client1 = broker_cpu_s(proc.pid), client_cpu_s()
+                    results[name]["produce_client_cpu"].append((client1 - client0) * 1000 / mb)
                     c = consume(conf, topic, args.count, args.size)
+                    cpu2 = broker_cpu_s(proc.pid)
+                    results[name]["produce_cpu"].append((cpu1 - cpu0) * 1000 / mb)
+                    results[name]["consume_cpu"].append((cpu2 - cpu1) * 1000 / mb)
                     this[name] = (p, c)
                     results[name]["produce"].append(p)
                     results[name]["consume"].append(c)
@@ -156,12 +180,16 @@ def main() -> None:
                     ratios[name]["consume"].append(this[name][1] / this["PLAINTEXT"][1])
             print(f"machine: {platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}, "
                   f"{args.runs} runs x {args.count} records x {args.size} B, acks=1, 1 partition")
-            print("| listener | produce MB/s | consume MB/s | produce vs PLAINTEXT | consume vs PLAINTEXT |")
-            print("|---|---|---|---|---|")
+            print("| listener | produce MB/s | consume MB/s | produce vs PLAINTEXT | consume vs PLAINTEXT "
+                  "| broker CPU ms/MB produce | consume | client CPU ms/MB produce |")
+            print("|---|---|---|---|---|---|---|---|")
             for name, _ in listeners:
                 r, q = results[name], ratios[name]
                 print(f"| {name} | {statistics.median(r['produce']):.1f} | {statistics.median(r['consume']):.1f} | "
-                      f"{statistics.median(q['produce']):.0%} | {statistics.median(q['consume']):.0%} |")
+                      f"{statistics.median(q['produce']):.0%} | {statistics.median(q['consume']):.0%} | "
+                      f"{statistics.median(r['produce_cpu']):.2f} | {statistics.median(r['consume_cpu']):.2f} | "
+                      f"{statistics.median(r['produce_client_cpu']):.2f} |")
+            print("per-round produce ratios:", {n: [f"{x:.0%}" for x in ratios[n]["produce"]] for n, _ in listeners})
             setups = [
                 ("PLAINTEXT", "PLAINTEXT", "-", "alice", "alice-secret"),
                 ("SSL", "SSL", "-", "alice", "alice-secret"),

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable
 
 from .clock import BrokerClock, CallableClock, TimerService
 from .config import BrokerConfig
-from .connection import ConnectionStats, KafkaConnection, RequestBytes
+from .connection import ConnectionStats, KafkaConnection, RequestBytes, new_read_buffer
 from .faults import FaultEngine
 
 log = logging.getLogger("minikafka.broker")
@@ -93,6 +93,8 @@ class Broker:
         self.txn_coordinator = None  # set by a transaction coordinator module if present
         self.registry = None
         self.connections: set[KafkaConnection] = set()
+        # Every connection's reads land here first (broker/connection.py, "Reading").
+        self.read_buffer = new_read_buffer()
         self.request_bytes = RequestBytes(config.get("queued.max.request.bytes"))
         self.connection_stats = ConnectionStats()
         self.quotas = None  # broker.quotas.ClientQuotas, once the controller is open

@@ -5,7 +5,9 @@ CreateTopics and friends to the controller id it learns here and from Metadata).
 ``endpoint_type``: 1 (brokers) is served; 2 (controllers) answers MISMATCHED_ENDPOINT_TYPE and
 anything else UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker listener does (v0 uses
 INVALID_REQUEST for both).  ``cluster_authorized_operations`` is Kafka's "not requested" value
-INT32_MIN unless asked for; with no authorizer every cluster operation is allowed.
+INT32_MIN unless asked for; with no authorizer every cluster operation is allowed.  With one,
+DescribeCluster itself is open to every principal (Kafka's ``AuthHelper`` checks nothing else);
+the operations are reported only to a principal that may DESCRIBE the cluster, 0 to the others.
 v2 adds ``include_fenced_brokers`` and ``is_fenced``: this node is never fenced.
 """
 
@@ -59,8 +61,13 @@ async def describe_cluster(ctx, body: dict) -> dict:
                     brokers=[{"broker_id": node_id, "host": host, "port": port, "rack": None,
                               "is_fenced": False}])
     if body.get("include_cluster_authorized_operations"):
-        response["cluster_authorized_operations"] = (az.authorized_operations(ctx, az.CLUSTER)
-                                                     if az.enabled(broker) else CLUSTER_OPERATIONS)
+        # As Kafka: anyone may DescribeCluster; the operations need DESCRIBE on the cluster (else 0).
+        if not az.enabled(broker):
+            response["cluster_authorized_operations"] = CLUSTER_OPERATIONS
+        elif az.authorize(ctx, az.DESCRIBE, az.CLUSTER):
+            response["cluster_authorized_operations"] = az.authorized_operations(ctx, az.CLUSTER)
+        else:
+            response["cluster_authorized_operations"] = 0
     return response
 
 

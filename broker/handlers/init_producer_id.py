@@ -42,7 +42,8 @@ async def handle_init_producer_id(ctx, body: dict) -> dict:
 
 def _authorization_error(ctx, transactional_id) -> int:
     """Kafka's checks: WRITE on the transactional id; an idempotent producer needs
-    IDEMPOTENT_WRITE on the cluster or (KIP-679) WRITE on any topic."""
+    IDEMPOTENT_WRITE on the cluster or (KIP-679) WRITE on some topic, existing or not
+    (``authorizeByResourceType``)."""
     from minikafka.broker.security import authorizer as az
 
     if not az.enabled(ctx.broker):
@@ -51,7 +52,7 @@ def _authorization_error(ctx, transactional_id) -> int:
         return 0 if az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, transactional_id) else 53
     if az.authorize(ctx, az.IDEMPOTENT_WRITE, az.CLUSTER):
         return 0
-    if any(az.authorize(ctx, az.WRITE, az.TOPIC, name) for name in list(ctx.broker.controller.topics)):
+    if az.authorize_by_resource_type(ctx, az.WRITE, az.TOPIC):
         return 0
     return 31  # CLUSTER_AUTHORIZATION_FAILED
 

@@ -9,15 +9,17 @@ Per version (Kafka's MetadataRequest/Response JSON):
 - v2+: ``cluster_id`` (persistent, from the controller).  v4+: ``allow_auto_topic_creation``
   (earlier versions always allow it).  v5+: ``offline_replicas``.  v7+: ``leader_epoch``.
 - v8-10: authorized-operations fields; we report Kafka's "not requested" value unless asked,
-  then all operations (there are no ACLs here).  v10+: topic ids; v12: topics may be
-  requested by id (name null).  v13: a top-level error code (KIP-1102 re-bootstrap), always NONE
+  then the operations the principal may do (all without an authorizer; cluster operations only
+  with DESCRIBE on the cluster, else 0).  v10+: topic ids; v12: topics may be requested by id
+  (name null): an unknown id answers UNKNOWN_TOPIC_ID, an id the principal may not DESCRIBE
+  TOPIC_AUTHORIZATION_FAILED with the id and no name (Kafka does not count ids as secret).  v13: a top-level error code (KIP-1102 re-bootstrap), always NONE
   here.
 
 Auto-creation happens only here, as in Kafka (never on Produce): a missing topic is created
 with ``num.partitions`` when the request allows it and ``auto.create.topics.enable`` is on.
 Kafka answers the first Metadata of a freshly auto-created topic with LEADER_NOT_AVAILABLE while
 the controller elects a leader; here the topic is ready at once, so it is answered with NONE.
-Not implemented: rack awareness, authorized operations beyond "everything".
+Not implemented: rack awareness.
 """
 
 from __future__ import annotations
@@ -93,6 +95,9 @@ def build_metadata(broker, version: int, body: dict, client_id=None, ctx=None) -
                 info = controller.topic_by_id(topic_id) if topic_id not in (None, ZERO_UUID) else None
                 if info is None:
                     topics.append(error_entry(None, topic_id, UNKNOWN_TOPIC_ID))
+                elif secured and not az.authorize(ctx, az.DESCRIBE, az.TOPIC, info.name):
+                    # Kafka: ids are not secret, so the id is answered, but never the name.
+                    topics.append(error_entry(None, topic_id, TOPIC_AUTHORIZATION_FAILED))
                 else:
                     topics.append(topic_entry(broker, info, include_ops, ctx))
                 continue
@@ -130,11 +135,19 @@ def build_metadata(broker, version: int, body: dict, client_id=None, ctx=None) -
         "cluster_id": controller.cluster_id,
         "controller_id": broker.config.node_id,
         "topics": topics,
-        "cluster_authorized_operations": (az.authorized_operations(ctx, az.CLUSTER) if ctx is not None and az.enabled(broker)
-                                          else CLUSTER_OPERATIONS)
+        "cluster_authorized_operations": _cluster_operations(broker, ctx)
         if body.get("include_cluster_authorized_operations") else AUTHORIZED_OPERATIONS_NOT_REQUESTED,
         "error_code": NONE,
     }
+
+
+def _cluster_operations(broker, ctx) -> int:
+    """Kafka reports the cluster's operations only to a principal that may DESCRIBE it, else 0."""
+    if ctx is None or not az.enabled(broker):
+        return CLUSTER_OPERATIONS
+    if not az.authorize(ctx, az.DESCRIBE, az.CLUSTER):
+        return 0
+    return az.authorized_operations(ctx, az.CLUSTER)
 
 
 def register(registry, broker) -> None:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 
 from minikafka.protocol.errors import CorruptRecordError, ErrorCode, KafkaError
-from minikafka.protocol.records import set_max_timestamp, set_partition_leader_epoch
+from minikafka.protocol.records import TRANSACTIONAL_BIT, set_max_timestamp, set_partition_leader_epoch
 from minikafka.protocol.validation import BatchRejected, ValidationRules, validate_batch
 
 log = logging.getLogger("minikafka.produce")
@@ -163,16 +163,29 @@ def handle_produce_sync(broker, version: int, body: dict) -> dict | None:
     return {"responses": responses, "throttle_time_ms": 0}
 
 
+def _has_transactional_records(topics: list) -> bool:
+    """Whether a partition's first batch is transactional (Kafka's
+    ``RequestUtils.hasTransactionalRecords``); attributes are the int16 at byte 21 of a v2 batch."""
+    for t in topics:
+        for p in t.get("partition_data") or []:
+            records = p.get("records")
+            if records is not None and len(records) >= 23 and records[22] & TRANSACTIONAL_BIT:
+                return True
+    return False
+
+
 def authorize_produce(ctx, body: dict) -> list:
-    """Kafka's Produce checks: WRITE on the transactional id (every partition gets
-    TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then WRITE per topic (TOPIC_AUTHORIZATION_FAILED)."""
+    """Kafka's Produce checks: transactional batches need WRITE on the request's transactional id
+    (none, or denied: every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then WRITE per
+    topic (TOPIC_AUTHORIZATION_FAILED)."""
     from minikafka.broker.security import authorizer as az
 
     if not az.enabled(ctx.broker):
         return []
     topics = body.get("topic_data") or []
     txn = body.get("transactional_id")
-    if txn is not None and not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, txn):
+    if _has_transactional_records(topics) and (
+            txn is None or not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, txn)):
         denied, body["topic_data"] = topics, []
         code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     else:

@@ -82,6 +82,35 @@ class StandardAuthorizer:
         allowed_ops = (operation, ALL) + IMPLIED_BY.get(operation, ())
         return any(b["permission_type"] == ALLOW and b["operation"] in allowed_ops for b in applicable)
 
+    def authorize_by_resource_type(self, principal: str, host: str, operation: int, resource_type: int) -> bool:
+        """Whether ``operation`` is allowed on at least one resource of the type, existing or not
+        (Kafka's ``Authorizer.authorizeByResourceType``, used by KIP-679's idempotent producers):
+        an ALLOW binding for the principal that no DENY binding dominates, where a literal DENY
+        dominates the same literal and a prefixed DENY every name starting with it."""
+        # Kafka first authorizes a made-up name, so super users and "no ACL found" pass as usual.
+        if self.authorize(principal, host, operation, resource_type, "hardcode"):
+            return True
+        deny_literal, deny_prefixed, allow = set(), set(), []
+        for b in self._by_type.get(resource_type, ()):
+            if b["principal"] not in (principal, "User:*") or b["host"] not in (host, WILDCARD):
+                continue
+            if b["operation"] not in (operation, ALL):
+                continue
+            if b["permission_type"] == DENY:
+                if b["pattern_type"] == LITERAL and b["resource_name"] == WILDCARD:
+                    return False
+                (deny_literal if b["pattern_type"] == LITERAL else deny_prefixed).add(b["resource_name"])
+            elif b["permission_type"] == ALLOW:
+                if b["pattern_type"] == LITERAL and b["resource_name"] == WILDCARD:
+                    return True
+                allow.append((b["pattern_type"], b["resource_name"]))
+        for pattern_type, name in allow:
+            if pattern_type == LITERAL and name in deny_literal:
+                continue
+            if not any(name[:i] in deny_prefixed for i in range(1, len(name) + 1)):
+                return True
+        return False
+
     def authorized_operations(self, principal: str, host: str, resource_type: int, name: str) -> int:
         bits = 0
         for op in SUPPORTED_OPERATIONS.get(resource_type, ()):
@@ -108,6 +137,16 @@ def authorize(ctx, operation: int, resource_type: int, name: str = CLUSTER_NAME)
         log.info("denied %s operation %d on resource type %d %r from %s", principal, operation,
                  resource_type, name, ctx.client_host)
     return allowed
+
+
+def authorize_by_resource_type(ctx, operation: int, resource_type: int) -> bool:
+    """Whether the principal may do ``operation`` on some resource of the type (True when open)."""
+    security = getattr(ctx.broker, "security", None)
+    authorizer = getattr(security, "authorizer", None)
+    if authorizer is None:
+        return True
+    principal = getattr(ctx.connection, "principal", "User:ANONYMOUS")
+    return authorizer.authorize_by_resource_type(principal, ctx.client_host, operation, resource_type)
 
 
 def authorized_operations(ctx, resource_type: int, name: str = CLUSTER_NAME) -> int:

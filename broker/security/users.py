@@ -8,7 +8,8 @@ Two ways, as Kafka has two:
 - ``--bootstrap-server HOST:PORT`` asks a running broker with AlterUserScramCredentials /
   DescribeUserScramCredentials (Kafka: ``kafka-configs --alter --entity-type users``), through
   kafka-python's admin client; ``--client-config k=v`` passes its settings (security_protocol,
-  sasl_mechanism, sasl_plain_username, ssl_cafile, ...).
+  sasl_mechanism, sasl_plain_username, ssl_cafile, ...).  A broker's error (unknown user,
+  missing ALTER on the cluster, ...) is printed on stderr and the exit status is 1.
 
     minikafka users add alice --password s3cret --mechanism SCRAM-SHA-512 --data-dir ./data
     minikafka users list --bootstrap-server 127.0.0.1:9092
@@ -82,11 +83,19 @@ def _online(args, mechanisms) -> int:
         key, _, value = item.partition("=")
         settings[key.strip()] = value
     admin = KafkaAdminClient(bootstrap_servers=args.bootstrap_server, **settings)
+    failed = False
     try:
         if args.action == "list":
-            result = admin.describe_user_scram_credentials([args.name] if args.name else None)
-            print(result)
-            return 0
+            # Same lines as the offline listing; a user without credentials is the broker's error.
+            described = admin.describe_user_scram_credentials([args.name] if args.name else None)
+            for name, result in sorted(described.items()):
+                if result.get("error"):
+                    print(f"{name}: {result['error']}", file=sys.stderr)
+                    failed = True
+                    continue
+                for info in sorted(result["credential_infos"], key=lambda i: i["mechanism"].name):
+                    print(f"{name} {info['mechanism'].name.replace('_', '-')} iterations={info['iterations']}")
+            return 1 if failed else 0
         alterations = []
         for mech in mechanisms:
             mechanism = ScramMechanism[mech.replace("-", "_")]
@@ -95,7 +104,14 @@ def _online(args, mechanisms) -> int:
                                                                 iterations=args.iterations))
             else:
                 alterations.append(UserScramCredentialDeletion(args.name, mechanism))
-        print(admin.alter_user_scram_credentials(alterations))
+        errors = admin.alter_user_scram_credentials(alterations)
+        error = errors.get(args.name)
+        if error:
+            print(f"{args.name}: {error}", file=sys.stderr)
+            return 1
+        verb = "added" if args.action == "add" else "deleted"
+        for mech in mechanisms:
+            print(f"{verb} {mech} credential for {args.name}")
     finally:
         admin.close()
     return 0

@@ -12,6 +12,14 @@ Served versions (PROTOCOL.md "Serve" column):
 * DescribeTransactions 0, ListTransactions 0-1 (v1 duration filter), DescribeProducers 0.
 * FindCoordinator key_type 1 answers this broker and creates ``__transaction_state`` on first use
   (broker/group/apis.py).
+* Authorization (KafkaApis): WRITE on the transactional id for AddPartitionsToTxn, AddOffsetsToTxn
+  and EndTxn (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); then WRITE per topic for AddPartitionsToTxn
+  (internal topics are never authorized: TOPIC_AUTHORIZATION_FAILED, the others
+  OPERATION_NOT_ATTEMPTED) and READ on the group for AddOffsetsToTxn (GROUP_AUTHORIZATION_FAILED).
+  DescribeProducers needs READ per topic; DescribeTransactions DESCRIBE per transactional id (and
+  lists only the topics the principal may DESCRIBE); ListTransactions lists only the ids the
+  principal may DESCRIBE.  TxnOffsetCommit's transactional-id and topic checks are in
+  broker/txn/offset_commit.py.
 * WriteTxnMarkers is internal (markers are written in-process), as in Kafka it is broker-only.
 
 Transaction version: 1.  KIP-890 part 2 ("transactions V2": Produce 12, EndTxn 5, implicit
@@ -38,6 +46,8 @@ import time
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.records import build_control_batch
+
+from ..security import authorizer as az
 
 from ..group.timer import AsyncioTimer
 from .coordinator import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TxnConfig
@@ -224,23 +234,43 @@ def _storage_guard(call, *args):
 
 
 async def add_partitions_to_txn(ctx, body: dict) -> dict:
-    coordinator = _service(ctx).ensure()
     controller = ctx.broker.controller
     topics = body.get("v3_and_below_topics") or []
-    wanted, unknown = [], []
+    if not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, body["v3_and_below_transactional_id"]):
+        errors = {(t["name"], p): ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                  for t in topics for p in t["partitions"]}
+        return _add_partitions_response(topics, errors)
+    coordinator = _service(ctx).ensure()
+    wanted, failed = [], {}
+    writable = {t["name"] for t in topics
+                if not _internal(controller, t["name"]) and az.authorize(ctx, az.WRITE, az.TOPIC, t["name"])}
     for t in topics:
         info = controller.topic(t["name"])
         for p in t["partitions"]:
-            ok = info is not None and 0 <= p < info.num_partitions
-            (wanted if ok else unknown).append((t["name"], p))
-    if unknown:
-        errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in unknown}
-        errors.update({tp: ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted})
+            if t["name"] not in writable:
+                failed[(t["name"], p)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif info is None or not 0 <= p < info.num_partitions:
+                failed[(t["name"], p)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                wanted.append((t["name"], p))
+    if failed:
+        # One failed partition fails the whole request; the others were not added.
+        errors = {tp: ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
+        errors.update(failed)
     else:
         error = _storage_guard(coordinator.add_partitions, body["v3_and_below_transactional_id"],
                                body["v3_and_below_producer_id"], body["v3_and_below_producer_epoch"], wanted)
         error = _fenced(error, ctx.api_version, 2)
         errors = {tp: error for tp in wanted}
+    return _add_partitions_response(topics, errors)
+
+
+def _internal(controller, topic: str) -> bool:
+    info = controller.topic(topic)
+    return info.internal if info is not None else topic in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
+
+
+def _add_partitions_response(topics: list, errors: dict) -> dict:
     return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": [
         {"name": t["name"], "results_by_partition": [
             {"partition_index": p, "partition_error_code": errors[(t["name"], p)]} for p in t["partitions"]]}
@@ -250,6 +280,10 @@ async def add_partitions_to_txn(ctx, body: dict) -> dict:
 async def add_offsets_to_txn(ctx, body: dict) -> dict:
     from ..group.apis import ensure_coordinator
 
+    if not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, body["transactional_id"]):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+    if not az.authorize(ctx, az.READ, az.GROUP, body["group_id"]):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     coordinator = _service(ctx).ensure()
     groups = ensure_coordinator(ctx.broker)
     partition = groups.partition_for(body["group_id"])
@@ -259,6 +293,8 @@ async def add_offsets_to_txn(ctx, body: dict) -> dict:
 
 
 async def end_txn(ctx, body: dict) -> dict:
+    if not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, body["transactional_id"]):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
     coordinator = _service(ctx).ensure()
     error = _storage_guard(coordinator.end_txn, body["transactional_id"], body["producer_id"],
                            body["producer_epoch"], bool(body["committed"]))
@@ -267,8 +303,18 @@ async def end_txn(ctx, body: dict) -> dict:
 
 async def describe_transactions(ctx, body: dict) -> dict:
     coordinator = _service(ctx).ensure()
-    return {"throttle_time_ms": 0,
-            "transaction_states": [coordinator.describe(t) for t in body.get("transactional_ids") or []]}
+    states = []
+    for tid in body.get("transactional_ids") or []:
+        if not az.authorize(ctx, az.DESCRIBE, az.TRANSACTIONAL_ID, tid):
+            states.append({"error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactional_id": tid,
+                           "transaction_state": "", "transaction_timeout_ms": 0,
+                           "transaction_start_time_ms": -1, "producer_id": -1, "producer_epoch": -1,
+                           "topics": []})
+            continue
+        state = coordinator.describe(tid)
+        state["topics"] = [t for t in state["topics"] if az.authorize(ctx, az.DESCRIBE, az.TOPIC, t["topic"])]
+        states.append(state)
+    return {"throttle_time_ms": 0, "transaction_states": states}
 
 
 async def list_transactions(ctx, body: dict) -> dict:
@@ -278,6 +324,8 @@ async def list_transactions(ctx, body: dict) -> dict:
                 "transaction_states": []}
     out = coordinator.list(body.get("state_filters") or [], body.get("producer_id_filters") or [],
                            body.get("duration_filter", -1) if ctx.api_version >= 1 else -1)
+    out["transaction_states"] = [s for s in out["transaction_states"]
+                                 if az.authorize(ctx, az.DESCRIBE, az.TRANSACTIONAL_ID, s["transactional_id"])]
     return {"throttle_time_ms": 0, **out}
 
 
@@ -286,11 +334,13 @@ async def describe_producers(ctx, body: dict) -> dict:
     topics = []
     for t in body.get("topics") or []:
         info = controller.topic(t["name"])
+        readable = az.authorize(ctx, az.READ, az.TOPIC, t["name"])
         parts = []
         for index in t.get("partition_indexes") or []:
-            if info is None or not 0 <= index < info.num_partitions:
-                parts.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                              "error_message": None, "active_producers": []})
+            if not readable or info is None or not 0 <= index < info.num_partitions:
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if readable else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                parts.append({"partition_index": index, "error_code": error, "error_message": None,
+                              "active_producers": []})
                 continue
             plog = controller.log(t["name"], index)
             state = controller.producer_states.for_partition(t["name"], index, plog)

@@ -21,7 +21,8 @@ from conftest import BrokerProcess, RawClient
 pytestmark = pytest.mark.integration
 
 LISTENER_LINE = re.compile(r"listener (\S+) \((\S+)\) on 127\.0\.0\.1:(\d+)")
-USERS = {"admin": "admin-pw", "alice": "alice-pw", "bob": "bob-pw", "mallory": "mallory-pw"}
+USERS = {"admin": "admin-pw", "alice": "alice-pw", "bob": "bob-pw", "mallory": "mallory-pw",
+         "carol": "carol-pw"}
 
 
 @pytest.fixture(scope="module")
@@ -314,3 +315,86 @@ def test_configs_and_group_listing_are_authorized(acl_broker):
     assert "admin-g" in repr(all_groups) and "alice-g1" in repr(all_groups)
     assert "alice-g1" in repr(mine) and "admin-g" not in repr(mine), (names(mine), names(all_groups))
     assert "alice-g1" in repr(described)
+
+
+def _confluent_security(user):
+    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": user,
+            "sasl.password": USERS[user]}
+
+
+def test_confluent_transactions_need_the_transactional_id_and_group_acls(acl_broker):
+    """librdkafka's transactional producer as User:carol: InitProducerId is refused without WRITE on
+    the transactional id; with it (and WRITE on the topic), sending offsets is refused without READ
+    on the group (AddOffsetsToTxn), then without READ on the topic (TxnOffsetCommit); with those,
+    produce + offsets commit atomically."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+    bootstrap = _bootstrap(acl_broker)
+    conf = {"bootstrap.servers": bootstrap, "transactional.id": "carol-tx", "linger.ms": 5,
+            "transaction.timeout.ms": 10000, **_confluent_security("carol")}
+    for grant in ([], [("carol", "TRANSACTIONAL_ID", "carol-tx", "LITERAL", "DESCRIBE", "ALLOW")]):
+        # Nothing: FindCoordinator refuses (DESCRIBE); DESCRIBE only: InitProducerId refuses (WRITE).
+        if grant:
+            admin = _admin(acl_broker)
+            try:
+                _create(admin, grant)
+            finally:
+                admin.close()
+        producer = Producer(conf)
+        with pytest.raises(KafkaException) as denied:
+            producer.init_transactions(10)
+        assert denied.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        del producer
+    assert "denied User:carol operation 4 on resource type 5 'carol-tx'" in acl_broker.read_log()
+
+    admin = _admin(acl_broker)
+    try:
+        _create(admin, [("carol", "TRANSACTIONAL_ID", "carol-tx", "LITERAL", "WRITE", "ALLOW"),
+                        ("carol", "TOPIC", "app-orders", "LITERAL", "WRITE", "ALLOW")])
+    finally:
+        admin.close()
+    group = Consumer({"bootstrap.servers": bootstrap, "group.id": "carol-g", **_confluent_security("carol")})
+    producer = Producer(conf)
+    try:
+        producer.init_transactions(10)
+        producer.begin_transaction()
+        producer.produce("app-orders", b"aborted")
+        offsets = [TopicPartition("app-orders", 0, 1)]
+        with pytest.raises(KafkaException) as denied:
+            producer.send_offsets_to_transaction(offsets, group.consumer_group_metadata(), 10)
+        assert denied.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+        producer.abort_transaction(10)
+
+        admin = _admin(acl_broker)
+        try:
+            _create(admin, [("carol", "GROUP", "carol-g", "LITERAL", "READ", "ALLOW")])
+        finally:
+            admin.close()
+        producer.begin_transaction()
+        producer.produce("app-orders", b"aborted")
+        with pytest.raises(KafkaException) as denied:  # TxnOffsetCommit also needs READ on the topic
+            producer.send_offsets_to_transaction(offsets, group.consumer_group_metadata(), 10)
+        assert denied.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        producer.abort_transaction(10)
+
+        admin = _admin(acl_broker)
+        try:
+            _create(admin, [("carol", "TOPIC", "app-orders", "LITERAL", "READ", "ALLOW")])
+        finally:
+            admin.close()
+        producer.begin_transaction()
+        producer.produce("app-orders", b"committed")
+        producer.send_offsets_to_transaction(offsets, group.consumer_group_metadata(), 10)
+        producer.commit_transaction(10)
+    finally:
+        group.close()
+    with RawClient(acl_broker.ports["PLAINTEXT"]) as raw:  # User:ANONYMOUS may not see the id
+        reply = raw.request(65, 0, {"transactional_ids": ["carol-tx"]})
+        assert reply["transaction_states"][0]["error_code"] == 53  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        assert raw.request(66, 0, {"state_filters": [], "producer_id_filters": []})["transaction_states"] == []
+    admin = _admin(acl_broker)
+    try:
+        committed = admin.list_group_offsets("carol-g")["carol-g"]
+    finally:
+        admin.close()
+    assert {tp.partition: meta.offset for tp, meta in committed.items() if tp.topic == "app-orders"} == {0: 1}

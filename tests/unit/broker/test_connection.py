@@ -420,3 +420,74 @@ async def test_open_and_close_are_debug_not_info(caplog):
         await settle()
         conn.connection_lost(None)
     assert [r for r in caplog.records if r.name == "minikafka.connection"] == []
+
+
+def feed_buffered(conn, data: bytes, step: int) -> None:
+    """What a BufferedProtocol transport does: copy into get_buffer()'s memory, then report."""
+    for pos in range(0, len(data), step):
+        piece = data[pos:pos + step]
+        buf = conn.get_buffer(len(piece))
+        buf[:len(piece)] = piece
+        conn.buffer_updated(len(piece))
+
+
+async def test_buffered_reads_share_the_brokers_buffer_and_keep_no_reference_to_it():
+    from minikafka.broker.connection import new_read_buffer
+
+    async def echo(ctx, body):
+        return {"pad": body.get("pad", "")}
+
+    broker = FakeBroker({1: echo})
+    broker.read_buffer = new_read_buffer()
+    conns = []
+    for _ in range(2):
+        conn = KafkaConnection(broker, decode_request=decode, encode_response=encode)
+        transport = Transport()
+        conn.connection_made(transport)
+        conns.append((conn, transport))
+    assert conns[0][0].get_buffer(10) is conns[1][0].get_buffer(10) is broker.read_buffer
+    # Frames split across reads, the two connections' reads interleaved: each frame is whole
+    # and intact although the same memory carried the other connection's bytes in between.
+    a = frame(k=1, v=0, c=1, pad="a" * 3000) + frame(k=1, v=0, c=2, pad="b" * 10)
+    b = frame(k=1, v=0, c=7, pad="z" * 5000)
+    for pos in range(0, max(len(a), len(b)), 1000):
+        feed_buffered(conns[0][0], a[pos:pos + 1000], 333)
+        feed_buffered(conns[1][0], b[pos:pos + 1000], 1000)
+    await settle()
+    assert [(r["c"], r["body"]["pad"]) for r in conns[0][1].responses()] == [(1, "a" * 3000), (2, "b" * 10)]
+    assert [(r["c"], r["body"]["pad"]) for r in conns[1][1].responses()] == [(7, "z" * 5000)]
+
+
+def test_small_chunks_are_coalesced_into_tls_records_large_ones_pass_through():
+    from minikafka.broker.connection import TLS_RECORD_BYTES, coalesce_small
+
+    big = memoryview(bytes(TLS_RECORD_BYTES * 3))
+    chunks = [b"\x00\x00\x00\x10", b"head", big, b"tail", b"x" * 100]
+    out = coalesce_small(chunks)
+    assert [len(c) for c in out] == [8, len(big), 104]
+    assert out[1] is big
+    assert b"".join(out) == b"".join(chunks)
+    many = [b"y" * 1000] * 40  # 40,000 bytes: full records, then the rest
+    assert [len(c) for c in coalesce_small(many)] == [17000, 17000, 6000]
+    assert b"".join(coalesce_small(many)) == b"".join(many)
+
+
+async def test_ready_responses_leave_in_one_write():
+    writes = []
+    gate = asyncio.Event()
+
+    async def handler(ctx, body):
+        if ctx.correlation_id == 1:
+            await gate.wait()
+        return {"n": ctx.correlation_id}
+
+    _, conn, transport = make({1: handler})
+    original = transport.writelines
+    transport.writelines = lambda chunks: (writes.append(len(chunks)), original(chunks))
+    conn.data_received(frame(k=1, v=0, c=1) + frame(k=1, v=0, c=2) + frame(k=1, v=0, c=3))
+    await settle()
+    assert writes == []  # 2 and 3 are ready, held behind 1
+    gate.set()
+    await settle()
+    assert writes == [6]  # three responses of two chunks each, in one writelines
+    assert [r["c"] for r in transport.responses()] == [1, 2, 3]
