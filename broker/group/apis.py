@@ -288,7 +288,21 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool, member_id: Op
             {"name": t["name"], "partitions": [
                 {"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
                  "error_code": error} for i in t["partition_indexes"]]} for t in topics or []]}
-    return shard.fetch_offsets(group_id, topics, require_stable, member_id, member_epoch)
+    if topics is None:
+        # All of the group's offsets: Kafka leaves out the topics the caller may not describe.
+        fetched = shard.fetch_offsets(group_id, None, require_stable, member_id, member_epoch)
+        return {**fetched, "topics": [t for t in fetched["topics"]
+                                      if az.authorize(ctx, az.DESCRIBE, az.TOPIC, t["name"])]}
+    # Named partitions: those of topics the caller may not describe answer TOPIC_AUTHORIZATION_FAILED.
+    denied = {t["name"] for t in topics if not az.authorize(ctx, az.DESCRIBE, az.TOPIC, t["name"])}
+    fetched = shard.fetch_offsets(group_id, [t for t in topics if t["name"] not in denied], require_stable,
+                                  member_id, member_epoch)
+    if fetched["error_code"] != ErrorCode.NONE or not denied:
+        return fetched
+    answered = iter(fetched["topics"])  # in request order, the denied topics left out
+    return {**fetched, "topics": [next(answered) if t["name"] not in denied else {"name": t["name"], "partitions": [
+        {"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+         "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED} for i in t["partition_indexes"]]} for t in topics]}
 
 
 async def offset_fetch(ctx, body: dict) -> dict:
@@ -309,18 +323,22 @@ async def offset_delete(ctx, body: dict) -> dict:
     if shard is None:
         return {"error_code": error, "throttle_time_ms": 0, "topics": []}
     topics = body.get("topics") or []
+    denied = {t["name"] for t in topics if not az.authorize(ctx, az.READ, az.TOPIC, t["name"])}
     known = []
     for t in topics:
-        partitions = [p for p in t["partitions"] if _partition_exists(ctx, t["name"], p["partition_index"])]
+        partitions = [p for p in t["partitions"] if t["name"] not in denied
+                      and _partition_exists(ctx, t["name"], p["partition_index"])]
         if partitions:
             known.append({"name": t["name"], "partitions": partitions})
     response = shard.delete_offsets({"group_id": group_id, "topics": known})
     if response["error_code"] != ErrorCode.NONE:
         return {"error_code": response["error_code"], "throttle_time_ms": 0, "topics": []}
     errors = {(t["name"], p["partition_index"]): p["error_code"] for t in response["topics"] for p in t["partitions"]}
+    missing = lambda name: ErrorCode.TOPIC_AUTHORIZATION_FAILED if name in denied \
+        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # noqa: E731
     out_topics = [{"name": t["name"], "partitions": [
         {"partition_index": p["partition_index"],
-         "error_code": errors.get((t["name"], p["partition_index"]), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)}
+         "error_code": errors.get((t["name"], p["partition_index"]), missing(t["name"]))}
         for p in t["partitions"]]} for t in topics]
     return {"error_code": ErrorCode.NONE, "throttle_time_ms": 0, "topics": out_topics}
 

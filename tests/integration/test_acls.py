@@ -398,3 +398,54 @@ def test_confluent_transactions_need_the_transactional_id_and_group_acls(acl_bro
     finally:
         admin.close()
     assert {tp.partition: meta.offset for tp, meta in committed.items() if tp.topic == "app-orders"} == {0: 1}
+
+
+def test_offset_fetch_and_delete_authorize_each_topic(acl_broker):
+    """Kafka's OffsetFetch answers TOPIC_AUTHORIZATION_FAILED for the named partitions of topics the
+    caller may not DESCRIBE and leaves such topics out of an all-topics fetch; OffsetDelete needs
+    READ on each topic.  Offsets are committed by the super user; the raw client is User:ANONYMOUS."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    group = "anon-g"
+    committer = KafkaConsumer(bootstrap_servers=_bootstrap(acl_broker), group_id=group, enable_auto_commit=False,
+                              **_security("admin"))
+    try:
+        committer.assign([TopicPartition("app-orders", 0), TopicPartition("secret", 0)])
+        committer.commit({TopicPartition("app-orders", 0): OffsetAndMetadata(3, "", -1),
+                          TopicPartition("secret", 0): OffsetAndMetadata(4, "", -1)})
+    finally:
+        committer.close()
+    specs = [("ANONYMOUS", "GROUP", group, "LITERAL", "DESCRIBE", "ALLOW"),
+             ("ANONYMOUS", "GROUP", group, "LITERAL", "DELETE", "ALLOW"),
+             ("ANONYMOUS", "TOPIC", "app-orders", "LITERAL", "READ", "ALLOW")]  # READ implies DESCRIBE
+    admin = _admin(acl_broker)
+    try:
+        _create(admin, specs)
+    finally:
+        admin.close()
+    try:
+        with RawClient(acl_broker.ports["PLAINTEXT"]) as raw:
+            named = raw.request(9, 7, {"group_id": group, "require_stable": False, "topics": [
+                {"name": "app-orders", "partition_indexes": [0]}, {"name": "secret", "partition_indexes": [0]}]})
+            assert named["error_code"] == 0
+            assert [(t["name"], p["committed_offset"], p["error_code"]) for t in named["topics"]
+                    for p in t["partitions"]] == [("app-orders", 3, 0), ("secret", -1, 29)]
+            every = raw.request(9, 7, {"group_id": group, "require_stable": False, "topics": None})
+            assert [t["name"] for t in every["topics"]] == ["app-orders"]
+            deleted = raw.request(47, 0, {"group_id": group, "topics": [
+                {"name": "app-orders", "partitions": [{"partition_index": 0}]},
+                {"name": "secret", "partitions": [{"partition_index": 0}]}]})
+            assert deleted["error_code"] == 0
+            assert [(t["name"], t["partitions"][0]["error_code"]) for t in deleted["topics"]] == \
+                [("app-orders", 0), ("secret", 29)]
+    finally:
+        admin = _admin(acl_broker)
+        try:
+            from kafka.admin import (ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
+                                     ResourcePatternFilter, ResourceType)
+
+            admin.delete_acls([ACLFilter("User:ANONYMOUS", "*", ACLOperation.ANY, ACLPermissionType.ANY,
+                                         ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY))])
+        finally:
+            admin.close()
