@@ -123,7 +123,9 @@ class _Member:
         consumer.subscribe([topic])
         try:
             while not self._stop.is_set():
-                consumer.poll(timeout_ms=100)
+                # Not shorter: kafka-python 3.0.12 can lose a rebalance when poll() times out between
+                # its JoinGroup and SyncGroup (heartbeats never resume; see test_group_clients.Consumer).
+                consumer.poll(timeout_ms=1000)
                 self.assignment = set(consumer.assignment())
         finally:
             consumer.close(autocommit=False)
