@@ -108,13 +108,6 @@ class ApiRegistry:
             raise ValueError(f"api {api_key} is already registered")
         self._entries[api_key] = (min_version, max_version, handler)
 
-    def wrap(self, api_key: int, wrapper: Callable[[Handler], Handler]) -> None:
-        """Replace a registered handler by ``wrapper(handler)``, same versions: for checks another
-        package owns that must run before the handler (e.g. TxnOffsetCommit's authorization of the
-        transactional id, broker/txn/offset_commit.py, before the group coordinator's handler)."""
-        lo, hi, handler = self._entries[api_key]
-        self._entries[api_key] = (lo, hi, wrapper(handler))
-
     def lookup(self, api_key: int, version: int) -> Handler | None:
         """The handler for (api_key, version), or None when that version is not registered."""
         entry = self._entries.get(api_key)

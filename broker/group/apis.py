@@ -235,30 +235,34 @@ def _partition_exists(ctx, topic: str, partition: int) -> bool:
     return info is not None and 0 <= partition < info.num_partitions
 
 
-async def offset_commit(ctx, body: dict) -> dict:
+def _commit(ctx, body: dict, commit) -> dict:
+    """OffsetCommit and TxnOffsetCommit in KafkaApis's order: READ on the group, then per topic READ
+    (TOPIC_AUTHORIZATION_FAILED) and existence (UNKNOWN_TOPIC_OR_PARTITION); only the remaining
+    partitions reach the coordinator, which is not asked at all when none remain."""
     topics = body.get("topics") or []
-
     group_id = body["group_id"]
     if not group_id:
         return {"throttle_time_ms": 0, **every_partition(topics, ErrorCode.INVALID_GROUP_ID)}
-    shard, error = _check(ctx, group_id)
-    if shard is None:
-        return {"throttle_time_ms": 0, **every_partition(topics, error)}
+    if not az.authorize(ctx, az.READ, az.GROUP, group_id):
+        return {"throttle_time_ms": 0, **every_partition(topics, ErrorCode.GROUP_AUTHORIZATION_FAILED)}
     errors: dict[tuple[str, int], ErrorCode] = {}
     known_topics = []
     for t in topics:
-        if not az.authorize(ctx, az.READ, az.TOPIC, t["name"]):
-            for p in t["partitions"]:
-                errors[(t["name"], p["partition_index"])] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            continue
-        known = [p for p in t["partitions"] if _partition_exists(ctx, t["name"], p["partition_index"])]
+        readable = az.authorize(ctx, az.READ, az.TOPIC, t["name"])
+        known = []
         for p in t["partitions"]:
-            if p not in known:
+            if not readable:
+                errors[(t["name"], p["partition_index"])] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif not _partition_exists(ctx, t["name"], p["partition_index"]):
                 errors[(t["name"], p["partition_index"])] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                known.append(p)
         if known:
             known_topics.append({**t, "partitions": known})
     if known_topics:
-        response = shard.commit_offsets({**body, "topics": known_topics}, ctx.api_version)
+        shard, error = _check(ctx, group_id)
+        response = commit(shard, {**body, "topics": known_topics}) if shard is not None \
+            else every_partition(known_topics, error)
         for t in response["topics"]:
             for p in t["partitions"]:
                 errors[(t["name"], p["partition_index"])] = p["error_code"]
@@ -267,17 +271,16 @@ async def offset_commit(ctx, body: dict) -> dict:
         for p in t["partitions"]]} for t in topics]}
 
 
-async def txn_offset_commit(ctx, body: dict) -> dict:
-    topics = body.get("topics") or []
+async def offset_commit(ctx, body: dict) -> dict:
+    return _commit(ctx, body, lambda shard, known: shard.commit_offsets(known, ctx.api_version))
 
-    group_id = body["group_id"]
-    if not group_id:
-        return {"throttle_time_ms": 0, **every_partition(topics, ErrorCode.INVALID_GROUP_ID)}
-    shard, error = _check(ctx, group_id)
-    if shard is None:
-        return {"throttle_time_ms": 0, **every_partition(topics, error)}
-    response = shard.txn_commit_offsets(body, ctx.api_version)
-    return {"throttle_time_ms": 0, "topics": response["topics"]}
+
+async def txn_offset_commit(ctx, body: dict) -> dict:
+    # Kafka checks WRITE on the transactional id before anything about the group.
+    if not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, body["transactional_id"]):
+        return {"throttle_time_ms": 0,
+                **every_partition(body.get("topics") or [], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)}
+    return _commit(ctx, body, lambda shard, known: shard.txn_commit_offsets(known, ctx.api_version))
 
 
 def _fetch_group(ctx, group_id: str, topics, require_stable: bool, member_id: Optional[str] = None,

@@ -24,7 +24,6 @@ HANDLER_MODULES: list[str] = [
     "minikafka.broker.handlers.client_telemetry",
     "minikafka.broker.txn.apis",  # before group.apis: TxnOffsetCommit needs broker.txn_coordinator
     "minikafka.broker.group.apis",
-    "minikafka.broker.txn.offset_commit",  # after group.apis: wraps its TxnOffsetCommit handler
     "minikafka.broker.handlers.sasl",
     "minikafka.broker.handlers.scram_credentials",
     "minikafka.broker.handlers.acls",

@@ -18,8 +18,8 @@ Served versions (PROTOCOL.md "Serve" column):
   OPERATION_NOT_ATTEMPTED) and READ on the group for AddOffsetsToTxn (GROUP_AUTHORIZATION_FAILED).
   DescribeProducers needs READ per topic; DescribeTransactions DESCRIBE per transactional id (and
   lists only the topics the principal may DESCRIBE); ListTransactions lists only the ids the
-  principal may DESCRIBE.  TxnOffsetCommit's transactional-id and topic checks are in
-  broker/txn/offset_commit.py.
+  principal may DESCRIBE.  TxnOffsetCommit (WRITE on the transactional id, then the group's and
+  topics' checks shared with OffsetCommit) is served in broker/group/apis.py.
 * WriteTxnMarkers is internal (markers are written in-process), as in Kafka it is broker-only.
 
 Transaction version: 1.  KIP-890 part 2 ("transactions V2": Produce 12, EndTxn 5, implicit

@@ -12,7 +12,7 @@ import pytest
 from minikafka.broker.handlers import admin_cluster, init_producer_id, metadata, produce
 from minikafka.broker.security import authorizer as az
 from minikafka.broker.txn import apis as txn_apis
-from minikafka.broker.txn import offset_commit
+from minikafka.broker.group import apis as group_apis
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.records import build_batch
 
@@ -186,16 +186,26 @@ async def test_end_txn_needs_write_on_transactional_id(broker):
 
 # -- TxnOffsetCommit -----------------------------------------------------------------------------
 
-async def test_txn_offset_commit_checks_transactional_id_group_and_topics_before_the_group_coordinator(broker):
+@pytest.fixture
+def coordinator_commits(monkeypatch):
+    """What reaches the coordinator shard's txn_commit_offsets (every partition accepted)."""
     seen = []
 
-    async def group_handler(ctx_, body):
-        seen.append(body)
-        return {"throttle_time_ms": 0, "topics": [{"name": t["name"], "partitions": [
-            {"partition_index": p["partition_index"], "error_code": 0} for p in t["partitions"]]}
-            for t in body["topics"]]}
+    class RecordingShard:
+        def txn_commit_offsets(self, body, version):
+            seen.append(body)
+            return {"topics": [{"name": t["name"], "partitions": [
+                {"partition_index": p["partition_index"], "error_code": 0} for p in t["partitions"]]}
+                for t in body["topics"]]}
 
-    handler = offset_commit.authorized(group_handler)
+    monkeypatch.setattr(group_apis, "_check", lambda ctx_, group_id, operation=az.READ: (RecordingShard(), None))
+    return seen
+
+
+async def test_txn_offset_commit_checks_transactional_id_group_and_topics_before_the_group_coordinator(
+        broker, coordinator_commits):
+    seen = coordinator_commits
+    handler = group_apis.txn_offset_commit
     body = {"transactional_id": "tx-1", "group_id": "g", "producer_id": 1, "producer_epoch": 0,
             "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [
                 {"name": "orders", "partitions": [{"partition_index": 0, "committed_offset": 5},
@@ -219,13 +229,6 @@ async def test_txn_offset_commit_checks_transactional_id_group_and_topics_before
                              ("secret", 0): ErrorCode.TOPIC_AUTHORIZATION_FAILED}
     assert [t["name"] for t in seen[0]["topics"]] == ["orders"]
     assert [p["partition_index"] for p in seen[0]["topics"][0]["partitions"]] == [0]
-
-
-async def test_txn_offset_commit_wrapper_is_installed_after_the_group_coordinator():
-    from minikafka.broker.handlers import HANDLER_MODULES
-
-    assert HANDLER_MODULES.index("minikafka.broker.txn.offset_commit") > HANDLER_MODULES.index(
-        "minikafka.broker.group.apis")
 
 
 # -- DescribeProducers / DescribeTransactions / ListTransactions --------------------------------
@@ -334,18 +337,11 @@ async def test_transactional_produce_allowed_with_write_on_the_transactional_id(
     assert len(body["topic_data"]) == 1
 
 
-async def test_txn_offset_commit_without_an_authorizer_only_refuses_unknown_partitions(tmp_path):
+async def test_txn_offset_commit_without_an_authorizer_only_refuses_unknown_partitions(tmp_path, coordinator_commits):
     b = FakeBroker(str(tmp_path))
     b.controller.create_topic("orders", 1)
-    seen = []
-
-    async def group_handler(ctx_, body):
-        seen.append(body)
-        return {"throttle_time_ms": 0, "topics": [{"name": t["name"], "partitions": [
-            {"partition_index": p["partition_index"], "error_code": 0} for p in t["partitions"]]}
-            for t in body["topics"]]}
-
-    reply = await offset_commit.authorized(group_handler)(Ctx(b, 28, 3), {
+    seen = coordinator_commits
+    reply = await group_apis.txn_offset_commit(Ctx(b, 28, 3), {
         "transactional_id": "tx", "group_id": "g", "topics": [
             {"name": "orders", "partitions": [{"partition_index": 0}, {"partition_index": 1}]},
             {"name": "missing", "partitions": [{"partition_index": 0}]}]})
