@@ -219,6 +219,8 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
     _s("sasl.jaas.config", "password", "",
        "PLAIN users as user_<name>=\"<password>\" (usually set as listener.name.<l>.plain.sasl.jaas.config).", True),
     _s("connections.max.reauth.ms", "long", 0, "SASL session lifetime (KIP-368); 0 = no limit."),
+    _s("connection.failed.authentication.delay.ms", "int", 100,
+       "Delay of the answer to a failed authentication and of the close after it (KIP-306); 0 = none."),
     _s("authorizer.class.name", "string", "", "Set (e.g. org.apache.kafka.metadata.authorizer.StandardAuthorizer) to enforce ACLs.", True),
     _s("super.users", "string", "", "Principals allowed everything: User:admin;User:broker.", True),
     _s("allow.everyone.if.no.acl.found", "boolean", False, "Allow access to resources without any ACL."),

@@ -10,14 +10,25 @@ request is judged against the new state.
 - SaslAuthenticate v1+: ``session_lifetime_ms`` (KIP-368) is ``connections.max.reauth.ms``, or
   less when an OAUTHBEARER token expires sooner; 0 means no limit.  A failure is answered with
   SASL_AUTHENTICATION_FAILED and a message, then the connection is closed.
+- Every authentication failure (an unknown mechanism, a bad state, bad credentials) is answered
+  ``connection.failed.authentication.delay.ms`` late (KIP-306, 100 ms by default) with the
+  connection muted meanwhile, then closed, as Kafka's Selector delays it.
 - On a listener without SASL both answer ILLEGAL_SASL_STATE, as Kafka's KafkaApis does.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 ILLEGAL_SASL_STATE = 34
 SASL_AUTHENTICATION_FAILED = 58
+
+
+async def _after_failure(session, conn) -> None:
+    delay = session.fail(conn)
+    if delay:
+        await asyncio.sleep(delay)
 
 
 def register(registry, broker) -> None:
@@ -28,7 +39,7 @@ def register(registry, broker) -> None:
             return {"error_code": ILLEGAL_SASL_STATE, "mechanisms": []}
         code = session.handshake(conn, ctx.api_version, body.get("mechanism") or "")
         if code:
-            conn.close_when_flushed = True
+            await _after_failure(session, conn)
         return {"error_code": code, "mechanisms": session.security.served_mechanisms(session.listener)}
 
     async def handle_authenticate(ctx, body: dict) -> dict:
@@ -38,12 +49,13 @@ def register(registry, broker) -> None:
             return {"error_code": ILLEGAL_SASL_STATE, "error_message": "Unexpected SaslAuthenticate",
                     "auth_bytes": b"", "session_lifetime_ms": 0}
         if session.state != "AUTHENTICATE":
-            conn.close_when_flushed = True
+            session.state = "FAILED"
+            await _after_failure(session, conn)
             return {"error_code": ILLEGAL_SASL_STATE, "error_message": "Unexpected SaslAuthenticate",
                     "auth_bytes": b"", "session_lifetime_ms": 0}
         reply, error, lifetime = session.authenticate(conn, body.get("auth_bytes") or b"")
         if error is not None:
-            conn.close_when_flushed = True
+            await _after_failure(session, conn)
             return {"error_code": SASL_AUTHENTICATION_FAILED, "error_message": error,
                     "auth_bytes": b"", "session_lifetime_ms": 0}
         return {"error_code": 0, "error_message": None, "auth_bytes": reply,

@@ -80,6 +80,10 @@ class Security:
         value = listener.setting(self.config, "connections.max.reauth.ms")
         return int(value or 0)
 
+    def failed_auth_delay_s(self, listener) -> float:
+        value = listener.setting(self.config, "connection.failed.authentication.delay.ms")
+        return max(int(value or 0), 0) / 1000
+
 
 def attach(conn, transport) -> None:
     """Called when a connection is made on a listener: principal of a TLS client certificate,
@@ -283,10 +287,25 @@ class SaslSession:
                  self.listener.name)
         return reply, None, lifetime
 
+    def fail(self, conn) -> float:
+        """After a failed authentication (KIP-306): stop reading, close once the answer is out,
+        and return the delay (``connection.failed.authentication.delay.ms``, seconds) the answer
+        waits first, so that a client retrying bad credentials in a loop cannot keep the broker
+        busy authenticating."""
+        delay = self.security.failed_auth_delay_s(self.listener)
+        conn.close_when_flushed = True
+        conn.mute_for(delay)
+        return delay
+
     def raw_frame(self, conn, frame) -> None:
-        """A v0-handshake token: answered as a bare size-prefixed frame; a failure just closes."""
+        """A v0-handshake token: answered as a bare size-prefixed frame; a failure just closes
+        (after the failed-authentication delay)."""
         reply, error, _ = self.authenticate(conn, frame)
         if error is not None:
-            conn.close()
+            delay = self.fail(conn)
+            if delay:
+                conn.broker.loop.call_later(delay, conn.close)
+            else:
+                conn.close()
             return
         conn.send_raw_frame(reply)
