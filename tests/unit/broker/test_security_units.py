@@ -82,6 +82,25 @@ def test_unsecured_oauthbearer():
             UnsecuredOAuthBearerServer(security, listener).step(_jwt(claims))
 
 
+def test_failed_authentication_delay_kip_306():
+    from types import SimpleNamespace
+
+    from minikafka.broker.security.listeners import Listener
+    from minikafka.broker.security.session import SaslSession, Security
+
+    listener = Listener("SASL_PLAINTEXT", "SASL_PLAINTEXT", "127.0.0.1", 0)
+    for overrides, expected in (
+            ({}, 0.1),  # Kafka's default, 100 ms
+            ({"connection.failed.authentication.delay.ms": "0"}, 0.0),
+            ({"listener.name.sasl_plaintext.connection.failed.authentication.delay.ms": "250"}, 0.25)):
+        security = SimpleNamespace(config=BrokerConfig.load(environ={}, overrides=overrides))
+        security.failed_auth_delay_s = lambda item, s=security: Security.failed_auth_delay_s(s, item)
+        muted: list[float] = []
+        conn = SimpleNamespace(close_when_flushed=False, mute_for=muted.append)
+        assert SaslSession(security, listener).fail(conn) == expected
+        assert conn.close_when_flushed and muted == [expected]
+
+
 def test_listeners_parse_and_map():
     config = BrokerConfig.load(environ={}, overrides={
         "listeners": "PLAINTEXT://127.0.0.1:9092,CLIENT://0.0.0.0:9094",
