@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from clienttools import read_committed_to_end
 from conftest import RawClient, start_broker
 from minikafka.protocol.records import iter_batches
 
@@ -51,27 +52,6 @@ def wait_for_layout(raw: RawClient, wanted: list[tuple[int, str]]) -> None:
         time.sleep(0.05)
 
 
-def read_committed_confluent(bootstrap: str) -> list[tuple[bytes, bytes]]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "cc", "isolation.level": "read_committed",
-                  "enable.partition.eof": True, "enable.auto.commit": False})
-    try:
-        c.assign([TopicPartition(TOPIC, 0, 0)])
-        out, deadline = [], time.monotonic() + 15
-        while time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                assert m.error().code() == -191, m.error()  # _PARTITION_EOF
-                return out
-            out.append((m.key(), m.value()))
-        raise AssertionError("no EOF within 15 s")
-    finally:
-        c.close()
-
-
 def read_committed_kafka_python(bootstrap: str) -> list[tuple[bytes, bytes]]:
     from kafka import KafkaConsumer, TopicPartition
 
@@ -86,11 +66,12 @@ def read_committed_kafka_python(bootstrap: str) -> list[tuple[bytes, bytes]]:
 
 def test_markers_go_after_compaction_and_read_committed_sees_the_committed_records(broker):
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    # The segment does not roll (so nothing is compacted) until the test lowers segment.ms below.
     admin.create_topics([NewTopic(TOPIC, 1, 1, config={
-        "cleanup.policy": "compact", "segment.ms": "600", "delete.retention.ms": "5000",
+        "cleanup.policy": "compact", "segment.ms": "3600000", "delete.retention.ms": "5000",
         "min.cleanable.dirty.ratio": "0.01"})])[TOPIC].result(10)
     p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "compact-txn", "linger.ms": 0})
     p.init_transactions(WAIT_S)
@@ -105,14 +86,17 @@ def test_markers_go_after_compaction_and_read_committed_sees_the_committed_recor
         # data@0 commit@1 | data@2 abort@3 | data@4 abort@5 | data@6 commit@7 | data@8 commit@9
         assert layout(raw) == [(0, "data"), (1, "marker"), (2, "data"), (3, "marker"), (4, "data"),
                                (5, "marker"), (6, "data"), (7, "marker"), (8, "data"), (9, "marker")]
-        assert read_committed_confluent(broker.bootstrap) == [(b"k1", b"old")] + expected
+        assert read_committed_to_end(broker.bootstrap, TOPIC) == [(b"k1", b"old")] + expected
+        resource = ConfigResource("topic", TOPIC, incremental_configs=[
+            ConfigEntry("segment.ms", "600", incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([resource])[resource].result(10)
         # The segment rolls, the tick compacts it: the aborted data and the superseded k1 go at
         # once; their markers stay, stamped with a delete horizon, for delete.retention.ms.
         wait_for_layout(raw, [(1, "marker"), (3, "marker"), (5, "marker"), (6, "data"), (7, "marker"),
                               (8, "data"), (9, "marker")])
         assert fetch(raw, 1)["aborted_transactions"] in (None, [])  # nothing left to filter
     # Markers with a horizon and without data or index entry: clients skip them.
-    assert read_committed_confluent(broker.bootstrap) == expected
+    assert read_committed_to_end(broker.bootstrap, TOPIC) == expected
     assert read_committed_kafka_python(broker.bootstrap) == expected
     with RawClient(broker.port) as raw:
         # Past the horizon the tick removes them; the live transactions keep theirs.
@@ -120,7 +104,7 @@ def test_markers_go_after_compaction_and_read_committed_sees_the_committed_recor
         part = fetch(raw, 1)
         assert part["aborted_transactions"] in (None, []) and part["last_stable_offset"] == 10
         assert part["log_start_offset"] == 0
-    assert read_committed_confluent(broker.bootstrap) == expected
+    assert read_committed_to_end(broker.bootstrap, TOPIC) == expected
     assert read_committed_kafka_python(broker.bootstrap) == expected
     # The index rebuilt after a restart agrees: nothing is open, nothing is aborted.
     broker.restart()
@@ -128,7 +112,7 @@ def test_markers_go_after_compaction_and_read_committed_sees_the_committed_recor
         part = fetch(raw, 1)
         assert part["last_stable_offset"] == part["high_watermark"] == 10
         assert part["aborted_transactions"] in (None, [])
-    assert read_committed_confluent(broker.bootstrap) == expected
+    assert read_committed_to_end(broker.bootstrap, TOPIC) == expected
     # The producer's state survived the cleaning: the same transactional id carries on.
     p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "compact-txn", "linger.ms": 0})
     p.init_transactions(WAIT_S)
