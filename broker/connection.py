@@ -482,8 +482,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._pending or self._tasks:
             return 0.0
         return now - self.last_active
+
     def mute_for(self, seconds: float) -> None:
-        """Stop reading for ``seconds``: a quota throttle the client was told about."""
+        """Stop reading for ``seconds``: a quota throttle the client was told about, or the delay
+        after a failed authentication."""
         if self.closed or seconds <= 0:
             return
         loop = self.broker.loop

@@ -49,7 +49,6 @@ def register(registry, broker) -> None:
             return {"error_code": ILLEGAL_SASL_STATE, "error_message": "Unexpected SaslAuthenticate",
                     "auth_bytes": b"", "session_lifetime_ms": 0}
         if session.state != "AUTHENTICATE":
-            session.state = "FAILED"
             await _after_failure(session, conn)
             return {"error_code": ILLEGAL_SASL_STATE, "error_message": "Unexpected SaslAuthenticate",
                     "auth_bytes": b"", "session_lifetime_ms": 0}

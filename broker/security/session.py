@@ -288,10 +288,11 @@ class SaslSession:
         return reply, None, lifetime
 
     def fail(self, conn) -> float:
-        """After a failed authentication (KIP-306): stop reading, close once the answer is out,
+        """After a failed authentication (KIP-306): FAILED, stop reading, close once the answer is out,
         and return the delay (``connection.failed.authentication.delay.ms``, seconds) the answer
         waits first, so that a client retrying bad credentials in a loop cannot keep the broker
         busy authenticating."""
+        self.state = "FAILED"
         delay = self.security.failed_auth_delay_s(self.listener)
         conn.close_when_flushed = True
         conn.mute_for(delay)

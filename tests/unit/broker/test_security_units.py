@@ -83,7 +83,7 @@ def test_unsecured_oauthbearer():
 
 
 def test_failed_authentication_delay_kip_306():
-    from types import SimpleNamespace
+    from types import MethodType, SimpleNamespace
 
     from minikafka.broker.security.listeners import Listener
     from minikafka.broker.security.session import SaslSession, Security
@@ -94,11 +94,12 @@ def test_failed_authentication_delay_kip_306():
             ({"connection.failed.authentication.delay.ms": "0"}, 0.0),
             ({"listener.name.sasl_plaintext.connection.failed.authentication.delay.ms": "250"}, 0.25)):
         security = SimpleNamespace(config=BrokerConfig.load(environ={}, overrides=overrides))
-        security.failed_auth_delay_s = lambda item, s=security: Security.failed_auth_delay_s(s, item)
+        security.failed_auth_delay_s = MethodType(Security.failed_auth_delay_s, security)
         muted: list[float] = []
         conn = SimpleNamespace(close_when_flushed=False, mute_for=muted.append)
-        assert SaslSession(security, listener).fail(conn) == expected
-        assert conn.close_when_flushed and muted == [expected]
+        session = SaslSession(security, listener)
+        assert session.fail(conn) == expected
+        assert session.state == "FAILED" and conn.close_when_flushed and muted == [expected]
 
 
 def test_listeners_parse_and_map():
