@@ -59,7 +59,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     for (index = 0; index < count; index++) {
         int64_t length, ts_delta, offset_delta, n, headers;
         if (read_varint(&c, 5, &length) < 0) { result = fail("bad record length", index, keyless, bad_ts); goto done; }
-        if (length < 7 || length > c.end - c.pos) { result = fail("invalid record size", index, keyless, bad_ts); goto done; }
+        /* 6: attributes, timestamp delta, offset delta, key length, value length and header count,
+         * one byte each (null or empty key and value, no headers) is the smallest record. */
+        if (length < 6 || length > c.end - c.pos) { result = fail("invalid record size", index, keyless, bad_ts); goto done; }
         Py_ssize_t record_end = c.pos + (Py_ssize_t)length;
         c.end = record_end;  /* every field must stay inside its record */
         c.pos += 1;          /* attributes */
@@ -68,7 +70,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         }
         if (ts_delta > max_delta) max_delta = ts_delta;
         if (offset_delta != index) { result = fail("record offset delta is not the record's index", index, keyless, bad_ts); goto done; }
-        if (read_varint(&c, 5, &n) < 0 || n < -1 || n > c.end - c.pos) { result = fail("invalid key length", index, keyless, bad_ts); goto done; }
+        /* A negative length other than -1 is read as null, as Kafka's DefaultRecord does. */
+        if (read_varint(&c, 5, &n) < 0 || n > c.end - c.pos) { result = fail("invalid key length", index, keyless, bad_ts); goto done; }
         if (n >= 0) c.pos += (Py_ssize_t)n;
         else if (compact && errors < max_errors) {
             PyObject *i = PyLong_FromSsize_t(index);
@@ -76,21 +79,17 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             Py_DECREF(i);
             errors++;
         }
-        if (read_varint(&c, 5, &n) < 0 || n < -1 || n > c.end - c.pos) { result = fail("invalid value length", index, keyless, bad_ts); goto done; }
+        if (read_varint(&c, 5, &n) < 0 || n > c.end - c.pos) { result = fail("invalid value length", index, keyless, bad_ts); goto done; }
         if (n > 0) c.pos += (Py_ssize_t)n;
         if (read_varint(&c, 5, &headers) < 0 || headers < 0 || headers > c.end - c.pos) {
             result = fail("invalid header count", index, keyless, bad_ts); goto done;
         }
         for (int64_t h = 0; h < headers; h++) {
+            /* Kafka keeps header keys as bytes and decodes them when asked (malformed UTF-8 becomes
+             * U+FFFD), so a key that is not UTF-8 is stored; only a negative key length is refused. */
             if (read_varint(&c, 5, &n) < 0 || n < 0 || n > c.end - c.pos) { result = fail("invalid header key", index, keyless, bad_ts); goto done; }
-            PyObject *key = PyUnicode_DecodeUTF8((const char *)c.p + c.pos, (Py_ssize_t)n, "strict");
-            if (key == NULL) {
-                PyErr_Clear();
-                result = fail("header key is not UTF-8", index, keyless, bad_ts); goto done;
-            }
-            Py_DECREF(key);
             c.pos += (Py_ssize_t)n;
-            if (read_varint(&c, 5, &n) < 0 || n < -1 || n > c.end - c.pos) { result = fail("invalid header value", index, keyless, bad_ts); goto done; }
+            if (read_varint(&c, 5, &n) < 0 || n > c.end - c.pos) { result = fail("invalid header value", index, keyless, bad_ts); goto done; }
             if (n > 0) c.pos += (Py_ssize_t)n;
         }
         if (c.pos != record_end) { result = fail("record size does not match its fields", index, keyless, bad_ts); goto done; }

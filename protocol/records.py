@@ -397,10 +397,8 @@ def _decode_records(body, header: BatchHeader) -> Iterator[Record]:
             if hkey is None:
                 raise CorruptRecordError("null record header key")
             hval, pos = _read_bytes(body, pos, record_end)
-            try:
-                headers.append((hkey.decode("utf-8"), hval))
-            except UnicodeDecodeError as exc:
-                raise CorruptRecordError("record header key is not UTF-8") from exc
+            # As Java's String(bytes, UTF_8): a malformed key is read with replacement characters.
+            headers.append((hkey.decode("utf-8", "replace"), hval))
         if pos != record_end:
             raise CorruptRecordError("record length does not match its fields")
         if header.timestamp_type == 1:

@@ -22,8 +22,10 @@ they make sense.  ``validate_batch`` checks, in Kafka's order, everything a cons
 
 Where this is stricter than Kafka: Kafka rewrites a compressed batch whose inner offsets are not
 0..n-1 (recompressing it); we refuse such a batch instead, since the broker never recompresses.
-A header key that is not UTF-8 is refused too: Java decodes it with replacement characters, but
-kafka-python's consumer raises on it, so storing it would poison the partition for those.
+Where this follows Kafka's reading code (``DefaultRecord.readFrom``) to the letter: the smallest
+record body is six one-byte fields (a record with null or empty key and value and no headers); a
+negative key, value or header-value length other than -1 reads as null; a header key is bytes
+(Kafka decodes it on use, replacing malformed UTF-8), so it is stored whatever it holds.
 
 The record walk runs for every record of every produce: ``_validate.c`` does it in C when the
 extension was built (pyproject.toml, optional), ``_scan_records`` below in Python otherwise, with
@@ -163,7 +165,9 @@ def _scan_records(body, count: int, compact: bool, check_time: bool, base_ts: in
         for index in range(count):
             length, pos = _varint(body, pos)
             record_end = pos + length
-            if length < 7 or record_end > end:  # 7: the smallest record has seven one-byte fields
+            # 6: attributes, timestamp delta, offset delta, key length, value length and header
+            # count, one byte each (null or empty key and value, no headers) is the smallest record.
+            if length < 6 or record_end > end:
                 raise _Structure(index, f"invalid record size {length}")
             pos += 1  # record attributes (unused in v2)
             ts_delta, pos = _varint(body, pos, 10)
@@ -172,35 +176,28 @@ def _scan_records(body, count: int, compact: bool, check_time: bool, base_ts: in
             offset_delta, pos = _varint(body, pos)
             if offset_delta != index:
                 raise _Structure(index, f"record offset delta {offset_delta} where {index} was expected")
+            # Key and value: any negative length is null, as Kafka's DefaultRecord reads it.
             n, pos = _varint(body, pos)  # key
             if n >= 0:
                 pos += n
-            elif n != -1:
-                raise _Structure(index, f"invalid key length {n}")
             elif compact:
                 errors.append((ErrorCode.INVALID_RECORD, RecordError(index, _KEYLESS)))
             n, pos = _varint(body, pos)  # value
-            if n >= 0:
+            if n > 0:
                 pos += n
-            elif n != -1:
-                raise _Structure(index, f"invalid value length {n}")
             headers, pos = _varint(body, pos)
             if headers < 0 or headers > record_end - pos:
                 raise _Structure(index, f"invalid header count {headers}")
             for _ in range(headers):
+                # Kafka keeps a header key as bytes (decoded on use, malformed UTF-8 replaced):
+                # only a negative key length is refused.
                 n, pos = _varint(body, pos)
                 if n < 0:
                     raise _Structure(index, "null header key")
-                try:
-                    str(body[pos:pos + n], "utf-8")
-                except UnicodeDecodeError:
-                    raise _Structure(index, "header key is not UTF-8") from None
                 pos += n
                 n, pos = _varint(body, pos)
                 if n > 0:
                     pos += n
-                elif n < -1:
-                    raise _Structure(index, f"invalid header value length {n}")
             if pos != record_end:
                 raise _Structure(index, f"record size {length} does not match its fields")
             if check_time and not lowest <= base_ts + ts_delta <= highest:
