@@ -1,0 +1,202 @@
+"""Records with null and empty keys and values, in every codec, through four real clients.
+
+The smallest record Kafka stores has a null or empty key and value and no headers (a six-byte
+body); the broker once refused it as INVALID_RECORD.  Each client here produces every combination
+of null, empty and one-byte key and value, with and without headers whose values are null and
+empty, compressed with each codec and not, then reads them back and compares null with null and
+empty with empty.  The stored batches are read from the log too, so a client that would turn an
+empty value into null (or back) cannot hide a broker that did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from clienttools import ROOT, require_java_jars, require_tool
+from conftest import start_broker
+
+pytestmark = pytest.mark.integration
+
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+E, X = b"", b"x"
+PAIRS = [(None, None), (None, E), (E, None), (E, E), (None, X), (X, None), (E, X), (X, E), (X, X)]
+HEADERS = [("null", None), ("empty", E)]
+# Round 0 without headers, round 1 with a null-valued and an empty-valued header.
+EXPECTED = [(k, v, []) for k, v in PAIRS] + [(k, v, HEADERS) for k, v in PAIRS]
+# kafka-python's producer itself refuses a record with neither key nor value (ValueError in send())
+# and a header whose value is None (TypeError): it sends the rest.
+EXPECTED_KAFKA_PYTHON = [(k, v, [h for h in hs if h[1] is not None]) for k, v, hs in EXPECTED
+                         if k is not None or v is not None]
+# aiokafka's producer refuses a record with neither key nor value too (an assertion in send()).
+EXPECTED_AIOKAFKA = [r for r in EXPECTED if r[0] is not None or r[1] is not None]
+
+
+@pytest.fixture(scope="module")
+def shared_broker(tmp_path_factory):
+    handle = start_broker(tmp_path_factory.mktemp("empty-records"))
+    yield handle
+    handle.stop()
+
+
+def stored_records(broker, topic: str) -> list[tuple]:
+    """(key, value, headers) of every record in the topic's log files, as the broker stored them."""
+    from minikafka.protocol.records import iter_records, read_header
+
+    out = []
+    for log in sorted((Path(broker.data_dir) / f"{topic}-0").glob("*.log")):
+        data = log.read_bytes()
+        pos = 0
+        while pos + 61 <= len(data):
+            header = read_header(data, pos)
+            for r in iter_records(data[pos:pos + header.size]):
+                out.append((r.key, r.value, [(k, v) for k, v in r.headers]))
+            pos += header.size
+    return out
+
+
+def consume_confluent(bootstrap: str, topic: str, count: int) -> list[tuple]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "enable.auto.commit": False})
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        out, deadline = [], time.monotonic() + 20
+        while len(out) < count and time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            assert m.error() is None, m.error()
+            out.append((m.key(), m.value(), list(m.headers() or [])))
+        return out
+    finally:
+        c.close()
+
+
+def produce_confluent(bootstrap: str, topic: str, codec: str) -> None:
+    from confluent_kafka import Producer
+
+    errors = []
+    p = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 20,
+                  "message.timeout.ms": 20000})
+    for key, value, headers in EXPECTED:
+        kw = {"headers": headers} if headers else {}
+        p.produce(topic, key=key, value=value, partition=0,
+                  on_delivery=lambda err, msg: errors.append(err) if err else None, **kw)
+    assert p.flush(30) == 0
+    assert errors == []
+
+
+def produce_kafka_python(bootstrap: str, topic: str, codec: str) -> None:
+    from kafka import KafkaProducer
+
+    p = KafkaProducer(bootstrap_servers=bootstrap, compression_type=None if codec == "none" else codec,
+                      linger_ms=20, request_timeout_ms=10000)
+    try:
+        futures = [p.send(topic, key=key, value=value, partition=0, headers=list(headers))
+                   for key, value, headers in EXPECTED_KAFKA_PYTHON]
+        p.flush(30)
+        for f in futures:
+            f.get(timeout=20)
+    finally:
+        p.close(timeout=5)
+
+
+def consume_kafka_python(bootstrap: str, topic: str, count: int) -> list[tuple]:
+    from kafka import KafkaConsumer, TopicPartition
+
+    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        tp = TopicPartition(topic, 0)
+        c.assign([tp])
+        c.seek(tp, 0)
+        out, deadline = [], time.monotonic() + 20
+        while len(out) < count and time.monotonic() < deadline:
+            for records in c.poll(timeout_ms=200).values():
+                out.extend((r.key, r.value, list(r.headers)) for r in records)
+        return out
+    finally:
+        c.close()
+
+
+async def _aiokafka_round_trip(bootstrap: str, topic: str, codec: str, count: int) -> list[tuple]:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    p = AIOKafkaProducer(bootstrap_servers=bootstrap, compression_type=None if codec == "none" else codec,
+                         linger_ms=20)
+    await p.start()
+    try:
+        futures = [await p.send(topic, key=key, value=value, partition=0, headers=list(headers) or None)
+                   for key, value, headers in EXPECTED_AIOKAFKA]
+        for f in futures:
+            await asyncio.wait_for(f, 20)
+    finally:
+        await p.stop()
+    c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await c.start()
+    try:
+        tp = TopicPartition(topic, 0)
+        c.assign([tp])
+        c.seek(tp, 0)
+        out, deadline = [], time.monotonic() + 20
+        while len(out) < count and time.monotonic() < deadline:
+            for records in (await c.getmany(timeout_ms=200)).values():
+                out.extend((r.key, r.value, list(r.headers)) for r in records)
+        return out
+    finally:
+        await c.stop()
+
+
+def _same(got: list[tuple]) -> list[tuple]:
+    """Headers as (str key, value) lists, so every client's shape compares with EXPECTED."""
+    return [(k, v, [(hk if isinstance(hk, str) else hk.decode(), hv) for hk, hv in h]) for k, v, h in got]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_confluent_kafka(shared_broker, codec):
+    topic = f"empty-confluent-{codec}"
+    produce_confluent(shared_broker.bootstrap, topic, codec)
+    assert _same(consume_confluent(shared_broker.bootstrap, topic, len(EXPECTED))) == EXPECTED
+    assert stored_records(shared_broker, topic) == EXPECTED
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_kafka_python(shared_broker, codec):
+    topic = f"empty-kafka-python-{codec}"
+    produce_kafka_python(shared_broker.bootstrap, topic, codec)
+    got = consume_kafka_python(shared_broker.bootstrap, topic, len(EXPECTED_KAFKA_PYTHON))
+    assert _same(got) == EXPECTED_KAFKA_PYTHON
+    assert stored_records(shared_broker, topic) == EXPECTED_KAFKA_PYTHON
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_aiokafka(shared_broker, codec):
+    topic = f"empty-aiokafka-{codec}"
+    got = asyncio.run(_aiokafka_round_trip(shared_broker.bootstrap, topic, codec, len(EXPECTED_AIOKAFKA)))
+    assert _same(got) == EXPECTED_AIOKAFKA
+    assert stored_records(shared_broker, topic) == EXPECTED_AIOKAFKA
+
+
+@pytest.fixture(scope="module")
+def empty_records_classes(tmp_path_factory):
+    javac = require_tool("javac")
+    jars = require_java_jars()
+    out = tmp_path_factory.mktemp("java-empty")
+    subprocess.run([javac, "-cp", f"{jars}/*", "-d", str(out), str(ROOT / "tests/integration/java/EmptyRecords.java")],
+                   check=True, timeout=120)
+    return f"{out}:{jars}/*"
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_java_client(shared_broker, empty_records_classes, codec):
+    topic = f"empty-java-{codec}"
+    proc = subprocess.run([require_tool("java"), "-cp", empty_records_classes, "EmptyRecords",
+                           shared_broker.bootstrap, topic, codec], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "OK"
+    # The program sends the pairs without and with headers, then one more null/null record.
+    assert stored_records(shared_broker, topic) == EXPECTED + [(None, None, [])]
