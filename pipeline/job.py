@@ -197,7 +197,12 @@ def run(spark, args: argparse.Namespace) -> int:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from pyspark.sql import SparkSession
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        # PySpark is the `spark` extra, not a dependency of the broker: say so instead of a traceback.
+        print("minikafka-pipeline needs PySpark: pip install 'minikafka[spark]'", file=sys.stderr)
+        return 2
 
     existing = SparkSession.getActiveSession()
     spark = existing or get_session(args)

@@ -38,12 +38,17 @@ class BrokerProcess:
     """A running ``python -m minikafka serve``; ``restart()`` keeps its data dir and port."""
 
     def __init__(self, tmp_path: Path, overrides: dict, *, data_dir: Path | None = None,
-                 port: int = 0, extra_args: tuple[str, ...] = ()):
+                 port: int = 0, extra_args: tuple[str, ...] = (), python: str | None = None,
+                 cwd: Path | None = None):
         self.tmp_path = Path(tmp_path)
         self.data_dir = Path(data_dir) if data_dir else self.tmp_path / "data"
         self.log_path = self.tmp_path / "broker.log"
         self.overrides = dict(overrides)
         self.extra_args = tuple(extra_args)
+        # Another interpreter (a clean venv) runs from another folder: from the repository root,
+        # `python -m minikafka` would import the source tree instead of what that venv installed.
+        self.python = python or _python()
+        self.cwd = Path(cwd) if cwd else REPO_ROOT
         self.port = port
         self.host = "127.0.0.1"
         self.proc: subprocess.Popen | None = None
@@ -56,7 +61,7 @@ class BrokerProcess:
         return f"{self.host}:{self.port}"
 
     def _command(self) -> list[str]:
-        cmd = [_python(), "-m", "minikafka", "serve", "--host", "127.0.0.1", "--port", str(self.port),
+        cmd = [self.python, "-m", "minikafka", "serve", "--host", "127.0.0.1", "--port", str(self.port),
                "--data-dir", str(self.data_dir)]
         for name, value in self.overrides.items():
             if isinstance(value, bool):
@@ -72,7 +77,7 @@ class BrokerProcess:
         log.flush()
         env = dict(os.environ)
         env["PYTHONUNBUFFERED"] = "1"
-        self.proc = subprocess.Popen(self._command(), cwd=str(REPO_ROOT), env=env,
+        self.proc = subprocess.Popen(self._command(), cwd=str(self.cwd), env=env,
                                      stdout=subprocess.PIPE, stderr=log)
         log.close()
         deadline = time.monotonic() + START_TIMEOUT_S
