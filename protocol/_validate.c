@@ -96,7 +96,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         c.end = view.len;
         if (check_time) {
             long long ts = (long long)((uint64_t)base_ts + (uint64_t)ts_delta);  /* wraps, as Java's does */
-            if ((ts < lowest || ts > highest) && errors < max_errors) {
+            /* -1 is "no timestamp": Kafka does not check it. */
+            if ((ts < lowest || ts > highest) && ts != -1 && errors < max_errors) {
                 PyObject *i = PyLong_FromSsize_t(index);
                 if (i == NULL || PyList_Append(bad_ts, i) < 0) { Py_XDECREF(i); goto error; }
                 Py_DECREF(i);

@@ -4,20 +4,22 @@ A batch that is stored is served to every consumer of its partition, so one bad 
 partition for everyone: a CRC only proves the bytes arrived as the client computed them, not that
 they make sense.  ``validate_batch`` checks, in Kafka's order, everything a consumer will rely on:
 
-1. exactly one magic-2 batch, base offset 0, the whole buffer                -> INVALID_RECORD
+1. exactly one magic-2 batch, the whole buffer (any base offset: ours to set) -> INVALID_RECORD
 2. batch size within ``max.message.bytes``                                  -> MESSAGE_TOO_LARGE
 3. CRC-32C                                                                  -> CORRUPT_MESSAGE
 4. attributes: no control bit and no delete-horizon bit from a client      -> INVALID_RECORD;
    a known codec (0-4)                                                      -> CORRUPT_MESSAGE;
    zstd only from Produce v7 on                                             -> UNSUPPORTED_COMPRESSION_TYPE
-5. record count > 0 and equal to last offset delta + 1                      -> INVALID_RECORD
+5. a producer id with a negative base sequence                             -> INVALID_RECORD;
+   record count > 0 and equal to last offset delta + 1                      -> INVALID_RECORD
 6. the records themselves, in one pass over the (decompressed) bytes without building record
    objects: every length prefix and varint well formed and inside its record, offset deltas
    0, 1, 2, ..., exactly ``record_count`` records and nothing after them    -> INVALID_RECORD
    (compressed data that does not inflate                                   -> CORRUPT_MESSAGE;
     data that inflates past the bound                                       -> RECORD_LIST_TOO_LARGE)
 7. per record: a key on compacted topics                                    -> INVALID_RECORD,
-   CreateTime within ``message.timestamp.before/after.max.ms``              -> INVALID_TIMESTAMP,
+   CreateTime (unless -1, no timestamp) within ``message.timestamp.before/after.max.ms``
+                                                                            -> INVALID_TIMESTAMP,
    both with the indexes of the offending records (Produce v8+ ``record_errors``).
 
 Where this is stricter than Kafka: Kafka rewrites a compressed batch whose inner offsets are not
@@ -98,10 +100,11 @@ def validate_batch(buf, rules: ValidationRules, *, api_version: int = 11, now_ms
         raise BatchRejected(ErrorCode.INVALID_RECORD,
                             f"Produce requests with version {api_version} are only allowed to contain "
                             f"record batches with magic version 2 (got {header.magic})")
-    if header.batch_length + 12 != size or header.base_offset != 0:
+    # The base offset is the broker's to assign (Kafka overwrites whatever the client put there).
+    if header.batch_length + 12 != size:
         raise BatchRejected(ErrorCode.INVALID_RECORD,
                             "Produce requests with version 3+ must contain exactly one record batch "
-                            "of magic 2 with base offset 0 per partition")
+                            "of magic 2 per partition")
     if size > rules.max_message_bytes:
         raise BatchRejected(ErrorCode.MESSAGE_TOO_LARGE,
                             f"The record batch of {size} bytes is larger than max.message.bytes "
@@ -119,6 +122,10 @@ def validate_batch(buf, rules: ValidationRules, *, api_version: int = 11, now_ms
     if codec == COMPRESSION_ZSTD and api_version < 7:
         raise BatchRejected(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
                             "Produce requests with zstd compression need version 7 or later")
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        raise BatchRejected(ErrorCode.INVALID_RECORD,
+                            f"Invalid sequence number {header.base_sequence} in record batch with "
+                            f"producerId {header.producer_id}")
     count = header.record_count
     if count <= 0 or header.last_offset_delta < 0:
         raise BatchRejected(ErrorCode.INVALID_RECORD, f"Invalid reported record count {count}")
@@ -200,7 +207,8 @@ def _scan_records(body, count: int, compact: bool, check_time: bool, base_ts: in
                     pos += n
             if pos != record_end:
                 raise _Structure(index, f"record size {length} does not match its fields")
-            if check_time and not lowest <= base_ts + ts_delta <= highest:
+            # A record without a timestamp (-1) is not checked, as Kafka's validateTimestamp.
+            if check_time and not lowest <= base_ts + ts_delta <= highest and base_ts + ts_delta != -1:
                 errors.append((ErrorCode.INVALID_TIMESTAMP, RecordError(index, _BAD_TIME)))
             if len(errors) >= MAX_RECORD_ERRORS:
                 break

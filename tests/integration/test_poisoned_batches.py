@@ -247,3 +247,15 @@ def test_a_wrong_max_timestamp_is_stored_corrected(shared):
             {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -3}]}]}
         part = c.request(2, 7, body)["topics"][0]["partitions"][0]
         assert (part["offset"], part["timestamp"]) == (1, TS + 500)
+
+
+def test_a_client_base_offset_is_overwritten_not_refused(shared):
+    """Kafka assigns a batch's offsets whatever base offset the client wrote (it is outside the
+    CRC); the records land at the log end and read back there."""
+    topic = f"base-offset-{uuid.uuid4().hex[:8]}"
+    with RawClient(shared.port) as client:
+        create(client, topic)
+        assert produce(client, topic, good(2, b"first"))["error_code"] == 0
+        answer = produce(client, topic, bytes(build_batch([(b"k", b"later", [], TS)] * 2, base_offset=1234)))
+        assert answer["error_code"] == 0 and answer["base_offset"] == 2
+    assert consume_all_confluent(shared.bootstrap, topic, 4) == [b"first", b"first", b"later", b"later"]

@@ -98,7 +98,7 @@ def test_crc_size_base_offset_and_magic():
     buf[-1] ^= 1
     assert rejected(buf).code == ErrorCode.CORRUPT_MESSAGE
     assert rejected(batch(), ValidationRules(max_message_bytes=50)).code == ErrorCode.MESSAGE_TOO_LARGE
-    assert rejected(batch(base_offset=5)).code == ErrorCode.INVALID_RECORD
+    validate_batch(batch(base_offset=5), RULES)  # Kafka assigns the base offset whatever the client sent
     assert rejected(bytes(batch()) + bytes(batch())).code == ErrorCode.INVALID_RECORD
     assert rejected(patch(batch(), 16, ">b", 1)).code == ErrorCode.INVALID_RECORD
     assert rejected(b"\x00" * 30).code == ErrorCode.INVALID_RECORD
@@ -233,3 +233,18 @@ def test_a_wrong_max_timestamp_is_corrected_as_kafka_does():
     lying = patch(buf, 35, ">q", T0 + 9_999)
     assert validate_batch(lying, RULES).max_timestamp == T0 + 50
     assert validate_batch(patch(buf, 35, ">q", T0), RULES).max_timestamp == T0 + 50
+
+
+def test_a_producer_id_needs_a_sequence():
+    error = rejected(batch(producer_id=7, producer_epoch=0, base_sequence=-1))
+    assert error.code == ErrorCode.INVALID_RECORD and "sequence" in error.message
+    validate_batch(batch(producer_id=7, producer_epoch=0, base_sequence=0), RULES)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_records_without_a_timestamp_are_not_checked_against_the_bounds(codec):
+    """-1 is "no timestamp" (Kafka's validateTimestamp skips it); -2 is an out-of-range CreateTime."""
+    rules = RULES._replace(timestamp_before_max_ms=5_000, timestamp_after_max_ms=5_000)
+    validate_batch(build_batch([(b"k", b"v", [], -1), (b"k", b"v", [], -1)], compression=codec), rules, now_ms=T0)
+    error = rejected(build_batch([(b"k", b"v", [], -1), (b"k", b"v", [], -2)], compression=codec), rules, now_ms=T0)
+    assert error.code == ErrorCode.INVALID_TIMESTAMP and [e.batch_index for e in error.record_errors] == [1]
