@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,7 @@ from conftest import BrokerProcess
 pytestmark = pytest.mark.integration
 
 PIP_TIMEOUT_S = 600
+LISTENER_LINE = re.compile(r"listener (\S+) \((\S+)\) on 127\.0\.0\.1:(\d+)")
 
 
 @pytest.fixture(scope="module")
@@ -124,8 +127,25 @@ print(json.dumps(result))
 
 @pytest.fixture(scope="module")
 def plain_broker(plain_venv, tmp_path_factory):
+    """The plain install's broker with a PLAINTEXT and an SSL listener, its certificates made by
+    the plain install's own `minikafka certs`."""
     home = tmp_path_factory.mktemp("plain-broker")
-    handle = BrokerProcess(home, {}, python=str(plain_venv / "bin" / "python"), cwd=home)
+    certs = home / "certs"
+    made = subprocess.run([str(plain_venv / "bin" / "minikafka"), "certs", "--out", str(certs)],
+                          capture_output=True, text=True, timeout=60, cwd=home)
+    assert made.returncode == 0, made.stdout + made.stderr
+    settings = {"listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+                "ssl.keystore.location": str(certs / "broker.pem"),
+                "ssl.truststore.location": str(certs / "ca.pem")}
+    args = [a for name, value in settings.items() for a in ("--override", f"{name}={value}")]
+    handle = BrokerProcess(home, {}, python=str(plain_venv / "bin" / "python"), cwd=home, extra_args=tuple(args))
+    deadline = time.monotonic() + 5
+    ports = {}
+    while len(ports) < 2 and time.monotonic() < deadline:
+        ports = {m[0]: int(m[2]) for m in LISTENER_LINE.findall(handle.read_log())}
+        time.sleep(0.02)
+    assert set(ports) == {"PLAINTEXT", "SSL"}, handle.read_log()
+    handle.ssl_port, handle.certs = ports["SSL"], certs
     yield handle
     handle.stop()
 
@@ -151,3 +171,34 @@ def test_the_pipeline_command_says_what_it_needs_without_pyspark(plain_venv, tmp
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 2
     assert "minikafka[spark]" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_tls_and_compression_on_a_plain_install(plain_venv, plain_broker, tmp_path):
+    """The SSL listener (Python's ssl, certificates from the plain install) with compressed batches."""
+    proc = run_in(plain_venv, f"""
+        import json
+        from confluent_kafka import Consumer, Producer, TopicPartition
+        ssl = {{"bootstrap.servers": "127.0.0.1:{plain_broker.ssl_port}", "security.protocol": "SSL",
+               "ssl.ca.location": "{plain_broker.certs / 'ca.pem'}"}}
+        out = {{}}
+        for codec in ("lz4", "zstd", "snappy"):
+            topic = "plain-ssl-" + codec
+            p = Producer(dict(ssl, **{{"compression.type": codec, "message.timeout.ms": 15000}}))
+            for i in range(20):
+                p.produce(topic, key=b"k%d" % i, value=b"v" * i, partition=0)
+            left = p.flush(30)
+            c = Consumer(dict(ssl, **{{"group.id": "plain-ssl", "enable.auto.commit": False}}))
+            c.assign([TopicPartition(topic, 0, 0)])
+            got = []
+            for _ in range(100):
+                m = c.poll(0.2)
+                if m is not None and m.error() is None:
+                    got.append(len(m.value()))
+                if len(got) == 20:
+                    break
+            c.close()
+            out[codec] = [left, got == list(range(20))]
+        print(json.dumps(out))
+    """, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {c: [0, True] for c in ("lz4", "zstd", "snappy")}
