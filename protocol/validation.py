@@ -22,8 +22,12 @@ they make sense.  ``validate_batch`` checks, in Kafka's order, everything a cons
                                                                             -> INVALID_TIMESTAMP,
    both with the indexes of the offending records (Produce v8+ ``record_errors``).
 
-Where this is stricter than Kafka: Kafka rewrites a compressed batch whose inner offsets are not
-0..n-1 (recompressing it); we refuse such a batch instead, since the broker never recompresses.
+Where this is stricter than Kafka, on purpose: record offset deltas must be 0..n-1.  Kafka stores
+an uncompressed batch whatever its deltas say (consumers then see repeated or missing offsets inside
+it) and rewrites a compressed one with fresh offsets (a workaround kept for old magic-1 clients);
+we refuse both with INVALID_RECORD.  Every client library numbers its records 0..n-1, so no client
+meets this; storing such a batch would break the one-offset-per-record rule that fetch sessions,
+the cleaner and ListOffsets rely on.
 Where this follows Kafka's reading code (``DefaultRecord.readFrom``) to the letter: the smallest
 record body is six one-byte fields (a record with null or empty key and value and no headers); a
 negative key, value or header-value length other than -1 reads as null; a header key is bytes
