@@ -261,6 +261,8 @@ TOPIC_CONFIGS: dict[str, tuple[str, str]] = {
     "unclean.leader.election.enable": ("boolean", "unclean.leader.election.enable"),
 }
 
+_EMPTY_LIST_OK = {"cleanup.policy", "log.cleanup.policy"}
+
 _ENUMS = {
     "cleanup.policy": {"delete", "compact"},
     "log.cleanup.policy": {"delete", "compact"},
@@ -278,9 +280,17 @@ def parse_value(name: str, type_: str, value: Any) -> Any:
         raise ConfigError(f"invalid value {value!r} for {name} ({type_}): {exc}") from None
     allowed = _ENUMS.get(name)
     if allowed is not None:
-        parts = parsed.split(",") if type_ == "list" else [parsed]
+        if type_ == "list":
+            raw_parts = [] if not str(value).strip() else [p.strip() for p in str(value).split(",")]
+            if "" in raw_parts:  # "compact,,delete": an empty element, refused as Kafka's ValidList does
+                raise ConfigError(f"Configuration '{name}' values must not be empty.")
+            parts = raw_parts
+        else:
+            parts = [parsed]
         bad = [p for p in parts if p not in allowed]
-        if bad or not parts or parts == [""]:
+        # An empty list is a value of its own for the lists that allow it (cleanup.policy "" in
+        # Kafka 4.2: neither delete nor compact, so nothing is removed but below the log start).
+        if bad or (not parts and name not in _EMPTY_LIST_OK):
             raise ConfigError(f"invalid value {value!r} for {name}: allowed {sorted(allowed)}")
     if type_ in ("int", "short") and not (-(2 ** 31) <= parsed < 2 ** 31):
         raise ConfigError(f"value {value!r} for {name} does not fit an int")

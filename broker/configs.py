@@ -189,6 +189,8 @@ def each_one_of(*allowed: str) -> Validator:
 
     def check(name: str, value: Any) -> None:
         for item in value:
+            if not item:
+                raise ConfigError(f"Configuration '{name}' values must not be empty.")
             single(name, item)
     return check
 

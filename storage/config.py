@@ -32,7 +32,7 @@ class LogConfig:
     index_interval_bytes: int = 4096
     retention_ms: int = 604800000  # -1: keep forever
     retention_bytes: int = -1  # -1: no size limit
-    cleanup_policy: str = "delete"  # "delete", "compact" or "compact,delete"
+    cleanup_policy: str = "delete"  # "delete", "compact", "compact,delete" or "" (neither)
     delete_retention_ms: int = 86400000
     min_compaction_lag_ms: int = 0
     min_cleanable_dirty_ratio: float = 0.5
@@ -82,9 +82,11 @@ class LogConfig:
             raise ValueError("index.interval.bytes must be >= 0")
         if self.retention_ms < -1 or self.retention_bytes < -1:
             raise ValueError("retention.ms and retention.bytes must be >= -1")
+        # Empty is allowed (Kafka 4.2): neither delete nor compact, so segments go only when they
+        # fall below the log start offset (DeleteRecords), as with infinite retention.
         parts = [p.strip() for p in self.cleanup_policy.split(",") if p.strip()]
-        if not parts or any(p not in _POLICIES for p in parts):
-            raise ValueError(f"cleanup.policy must be delete, compact or both, not {self.cleanup_policy!r}")
+        if any(p not in _POLICIES for p in parts):
+            raise ValueError(f"cleanup.policy must be delete, compact, both or empty, not {self.cleanup_policy!r}")
         if self.delete_retention_ms < 0 or self.min_compaction_lag_ms < 0:
             raise ValueError("delete.retention.ms and min.compaction.lag.ms must be >= 0")
         if not 0 <= self.min_cleanable_dirty_ratio <= 1:

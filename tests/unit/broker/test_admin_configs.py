@@ -209,6 +209,11 @@ async def test_incremental_set_delete_append_subtract(broker):
     assert broker.controller.topic("t").configs["cleanup.policy"] == "delete,compact"
     await incremental(broker, TOPIC, "t", ("cleanup.policy", 3, "delete"))
     assert broker.controller.topic("t").configs["cleanup.policy"] == "compact"
+    # Subtracting the last policy leaves the empty list, which Kafka 4.2 accepts (neither policy).
+    res = await incremental(broker, TOPIC, "t", ("cleanup.policy", 3, "compact"))
+    assert res["error_code"] == 0 and broker.controller.topic("t").configs["cleanup.policy"] == ""
+    res = await incremental(broker, TOPIC, "t", ("cleanup.policy", 0, "compact,,delete"))
+    assert (res["error_code"], res["error_message"]) == (40, "Configuration 'cleanup.policy' values must not be empty.")
     res = await incremental(broker, TOPIC, "t", ("segment.ms", 2, "1"))
     assert (res["error_code"], res["error_message"]) == (40, "Can't APPEND to key segment.ms because its type is not LIST.")
     res = await incremental(broker, TOPIC, "t", ("segment.ms", 0, "1"), validate_only=True)

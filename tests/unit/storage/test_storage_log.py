@@ -244,6 +244,21 @@ def test_no_retention_for_compact_only_topics(tmp_path, clock):
     assert log.apply_retention() == 0 and log.log_start_offset == 0
 
 
+def test_an_empty_cleanup_policy_keeps_everything_but_what_delete_records_drops(tmp_path, clock):
+    """cleanup.policy "" (Kafka 4.2): neither time/size retention nor compaction; only segments
+    below the log start offset go."""
+    log = open_log(tmp_path, clock, segment_bytes=300, retention_ms=1, retention_bytes=1, cleanup_policy="")
+    assert not log.config.delete and not log.config.compact
+    for _ in range(6):
+        log.append(batch(2, key=b"same"))
+    clock.advance(10_000)
+    assert log.apply_retention() == 0 and log.log_start_offset == 0
+    assert not log.needs_compaction()
+    bases = [s.base_offset for s in log.segments]
+    log.delete_records(bases[1])
+    assert log.segments[0].base_offset == bases[1] and log.log_start_offset == bases[1]
+
+
 def test_delete_records_moves_log_start_and_drops_whole_segments(tmp_path, clock):
     log = open_log(tmp_path, clock, segment_bytes=400)
     for _ in range(20):
