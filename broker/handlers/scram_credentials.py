@@ -31,7 +31,7 @@ async def describe(ctx, body: dict) -> dict:
         by_user.setdefault(name, []).append({"mechanism": code, "iterations": cred.iterations})
     users = body.get("users")
     results = []
-    if users is None:
+    if not users:  # null or an empty list: every user (Kafka's ScramImage.describe; librdkafka sends [])
         names = sorted(by_user)
     else:
         names = [u.get("name") for u in users]

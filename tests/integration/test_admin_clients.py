@@ -317,3 +317,26 @@ def test_dynamic_broker_configs_survive_restart(broker):
         assert [s["source"] for s in entry["synonyms"]] == ["DYNAMIC_BROKER_CONFIG", "DEFAULT_CONFIG"]
     finally:
         admin.close()
+
+
+def test_confluent_describes_every_scram_user_with_an_empty_list_or_none(kafka):
+    """librdkafka asks for "all users" with an empty user list; Kafka (ScramImage.describe) treats
+    an empty list as null.  An unknown user named explicitly is RESOURCE_NOT_FOUND."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism,
+                                       UserScramCredentialsDescription, UserScramCredentialUpsertion)
+
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    user = unique("scram-user")
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 10000)
+    assert admin.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion(user, info, b"password", b"salt")])[user].result(15) is None
+    for args in ([], [None]):
+        described = admin.describe_user_scram_credentials(*args).result(15)
+        assert isinstance(described[user], UserScramCredentialsDescription)
+        assert [(i.mechanism, i.iterations) for i in described[user].scram_credential_infos] == [
+            (ScramMechanism.SCRAM_SHA_256, 10000)]
+    nobody = unique("nobody")
+    with pytest.raises(KafkaException) as err:
+        admin.describe_user_scram_credentials([nobody])[nobody].result(15)
+    assert err.value.args[0].code() == KafkaError.RESOURCE_NOT_FOUND
