@@ -416,3 +416,56 @@ def test_aiokafka_consumer_blocks_at_the_lso_and_a_timed_out_producer_is_fenced(
 
     asyncio.run(run())
     assert read_all(broker.bootstrap, topic, "read_committed") == [b"pending"]
+
+
+def test_kafka_python_offsets_only_transaction_aborts_and_keeps_the_committed_offsets(broker):
+    """kafka-python's own test_transactional_producer_offsets: commit a record with offsets, then a
+    transaction that only sends offsets (for partition 1) and aborts.  It "hung" against an
+    external broker whose topics get one partition: partition 1 then does not exist and
+    TxnOffsetCommit answers UNKNOWN_TOPIC_OR_PARTITION, which kafka-python retries until the
+    transaction times out; Apache Kafka 4.2 answers and hangs the same way (checked side by side),
+    and the suite's own brokers create four partitions.  With partition 1 present it completes."""
+    from kafka import KafkaAdminClient, KafkaProducer
+    from kafka.structs import OffsetAndMetadata, TopicPartition
+
+    topic = new_topic(broker.bootstrap, partitions=4)
+    group = f"txn-test-group-{uuid.uuid4().hex[:6]}"
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=f"kp-{uuid.uuid4().hex[:6]}",
+                             transaction_timeout_ms=10000, max_block_ms=10000)
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(topic, partition=0, value=b"msg1").get(timeout=10)
+        producer.send_offsets_to_transaction({TopicPartition(topic, 0): OffsetAndMetadata(0, "metadata", 0)}, group)
+        producer.commit_transaction()
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction({TopicPartition(topic, 1): OffsetAndMetadata(1, "bad", 1)}, group)
+        started = time.monotonic()
+        producer.abort_transaction()
+        assert time.monotonic() - started < 5  # not the transaction timeout
+    finally:
+        producer.close(timeout=5)
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        assert admin.list_group_offsets(group) == {
+            group: {TopicPartition(topic, 0): OffsetAndMetadata(0, "metadata", 0)}}
+    finally:
+        admin.close()
+
+
+def test_txn_offset_commit_for_a_missing_partition_is_unknown_topic_or_partition(broker):
+    """What the one-partition run of that test met, answered as Kafka's KafkaApis does."""
+    topic = new_topic(broker.bootstrap, partitions=1)
+    txn_id = f"raw-{uuid.uuid4().hex[:6]}"
+    with RawClient(broker.port) as client:
+        init = client.request(22, 4, {"transactional_id": txn_id,
+                                      "transaction_timeout_ms": 10000, "producer_id": -1, "producer_epoch": -1})
+        assert init["error_code"] == 0
+        body = {"transactional_id": txn_id, "group_id": "g", "producer_id": init["producer_id"],
+                "producer_epoch": init["producer_epoch"], "generation_id": -1, "member_id": "",
+                "group_instance_id": None,
+                "topics": [{"name": topic, "partitions": [
+                    {"partition_index": 1, "committed_offset": 1, "committed_leader_epoch": -1,
+                     "committed_metadata": None}]}]}
+        answer = client.request(28, 3, body)
+    assert answer["topics"][0]["partitions"][0]["error_code"] == 3  # UNKNOWN_TOPIC_OR_PARTITION
