@@ -112,6 +112,8 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
     _s("log.cleaner.min.compaction.lag.ms", "long", 0, "Topic: min.compaction.lag.ms."),
     _s("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, "Topic: max.compaction.lag.ms."),
     _s("log.cleaner.min.cleanable.ratio", "double", 0.5, "Topic: min.cleanable.dirty.ratio."),
+    _s("log.cleaner.enable", "boolean", True, "Run the log cleaner (compaction of compacted topics).", True),
+    _s("log.cleaner.backoff.ms", "long", 15000, "How long the cleaner sleeps when no log needs compaction."),
     _s("log.index.size.max.bytes", "int", 10485760, "Topic: segment.index.bytes."),
     _s("log.index.interval.bytes", "int", 4096, "Topic: index.interval.bytes."),
     _s("log.flush.interval.messages", "long", LONG_MAX, "Topic: flush.messages."),

@@ -371,6 +371,10 @@ class Controller:
                                     self.config.get("producer.id.expiration.ms"))
         self.producer_states.snapshot_rolled(self._existing_log)
 
+    def clean(self) -> bool:
+        """One pass of the log cleaner (storage's LogManager.clean): whether a log was compacted."""
+        return self._logs.clean()
+
     def _existing_log(self, topic: str, partition: int):
         info = self.topics.get(topic)
         if info is None or partition >= info.num_partitions:

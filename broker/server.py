@@ -201,6 +201,10 @@ class Broker:
         loop = self.loop
         next_full = loop.time() + min(30.0, retention_every)
         next_summary = loop.time() + summary_every
+        # The cleaner, as Kafka's cleaner threads: look for a log to compact every
+        # log.cleaner.backoff.ms (read each time: it is a dynamic setting), again at once after
+        # one was compacted; independent of the (much slower) retention check.
+        next_clean = loop.time()
         last = (0, 0, 0)
         while True:
             await asyncio.sleep(interval)
@@ -214,6 +218,9 @@ class Broker:
                     self.controller.tick(self.now_ms())
                 else:
                     self.controller.light_tick(self.now_ms())
+                if self.config.get("log.cleaner.enable") and loop.time() >= next_clean:
+                    busy = self.controller.clean()
+                    next_clean = loop.time() + (0 if busy else self.config.get("log.cleaner.backoff.ms") / 1000.0)
             except Exception:
                 log.error("maintenance tick failed", exc_info=True)
 

@@ -74,8 +74,14 @@ def needs_compaction(log: "PartitionLog") -> bool:
     total = sum(s.size for s in closed)
     if not total:
         return False
-    dirty = sum(s.size for s in closed if s.next_offset > log.cleaned_offset)
+    dirty_segments = [s for s in closed if s.next_offset > log.cleaned_offset]
+    dirty = sum(s.size for s in dirty_segments)
     if dirty and dirty / total >= log.config.min_cleanable_dirty_ratio:
+        return True
+    # max.compaction.lag.ms (KIP-354): a dirty record older than that is compacted whatever the
+    # dirty ratio, counting from the first batch of the earliest dirty segment, as Kafka does.
+    firsts = [s.first_batch_timestamp for s in dirty_segments if s.size and (s.first_batch_timestamp or 0) > 0]
+    if firsts and log._now() - log.config.max_compaction_lag_ms >= min(firsts):
         return True
     deadline = log._tombstone_deadline_ms
     return deadline is not None and log._now() >= deadline

@@ -35,6 +35,7 @@ class LogConfig:
     cleanup_policy: str = "delete"  # "delete", "compact", "compact,delete" or "" (neither)
     delete_retention_ms: int = 86400000
     min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
     min_cleanable_dirty_ratio: float = 0.5
     flush_messages: int = LONG_MAX
     flush_ms: int = 1000
@@ -48,6 +49,14 @@ class LogConfig:
     @property
     def delete(self) -> bool:
         return "delete" in self.cleanup_policy
+
+    @property
+    def max_segment_ms(self) -> int:
+        """How old the active segment may get before it rolls: on a compacted topic also no
+        older than max.compaction.lag.ms, so its records can be compacted in time (KIP-354)."""
+        if self.compact and 0 < self.max_compaction_lag_ms < self.segment_ms:
+            return self.max_compaction_lag_ms
+        return self.segment_ms
 
     @property
     def log_append_time(self) -> bool:
@@ -89,6 +98,8 @@ class LogConfig:
             raise ValueError(f"cleanup.policy must be delete, compact, both or empty, not {self.cleanup_policy!r}")
         if self.delete_retention_ms < 0 or self.min_compaction_lag_ms < 0:
             raise ValueError("delete.retention.ms and min.compaction.lag.ms must be >= 0")
+        if self.max_compaction_lag_ms < 1:
+            raise ValueError("max.compaction.lag.ms must be >= 1")
         if not 0 <= self.min_cleanable_dirty_ratio <= 1:
             raise ValueError("min.cleanable.dirty.ratio must be between 0 and 1")
         if self.flush_messages < 1 or self.flush_ms < 0:
@@ -112,6 +123,7 @@ BROKER_SYNONYMS = {
     "log.cleanup.policy": "cleanup.policy",
     "log.cleaner.delete.retention.ms": "delete.retention.ms",
     "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms": "max.compaction.lag.ms",
     "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
     "log.flush.interval.messages": "flush.messages",
     "log.flush.interval.ms": "flush.ms",

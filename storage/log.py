@@ -231,7 +231,7 @@ class PartitionLog:
         now = self._now()
         span = record_count
         seg = self.segments[-1]
-        if seg.size and (seg.size + size > config.segment_bytes or now - seg.created_ms > config.segment_ms
+        if seg.size and (seg.size + size > config.segment_bytes or now - seg.created_ms > config.max_segment_ms
                          or len(seg.index) >= self._max_index_entries
                          or seg.next_offset + span - 1 - seg.base_offset > _MAX_RELATIVE_OFFSET):
             seg = self._roll_for_append()
@@ -371,7 +371,7 @@ class PartitionLog:
             return
         config = self.config
         if (seg.size + size > config.segment_bytes
-                or now - self._roll_base(seg) > config.segment_ms
+                or now - self._roll_base(seg) > config.max_segment_ms
                 or len(seg.index) >= self._max_index_entries
                 or seg.next_offset + span - 1 - seg.base_offset > _MAX_RELATIVE_OFFSET):
             self.roll()
@@ -383,9 +383,10 @@ class PartitionLog:
         return seg.created_ms
 
     def maybe_roll(self) -> bool:
-        """Timer entry point: roll an old non-empty active segment (segment.ms)."""
+        """Timer entry point: roll an old non-empty active segment (segment.ms, or
+        max.compaction.lag.ms on a compacted topic when that is shorter)."""
         seg = self.active
-        if seg.size and self._now() - self._roll_base(seg) > self.config.segment_ms:
+        if seg.size and self._now() - self._roll_base(seg) > self.config.max_segment_ms:
             self.roll()
             return True
         return False

@@ -173,11 +173,10 @@ class LogManager:
                 shutil.rmtree(os.path.join(self.data_dir, name), ignore_errors=True)
 
     def tick(self, now_ms: int | None = None) -> None:
-        """Maintenance: roll, flush and retention for every log, at most one compaction.
+        """Maintenance: roll, flush and retention for every log, then one cleaner pass.
 
         ``now_ms`` is accepted for the caller's convenience; the logs read the injected clock.
         """
-        compactable = []
         for key, log in list(self._logs.items()):
             try:
                 log.maybe_flush()
@@ -185,27 +184,38 @@ class LogManager:
                     continue
                 log.maybe_roll()
                 log.apply_retention()
-                if log.config.compact:
-                    compactable.append(log)
             except Exception:  # one broken log must not stop maintenance of the others
                 _log.exception("maintenance of %s failed", log.directory)
-        if compactable:
-            start = self._compaction_cursor % len(compactable)
-            for log in compactable[start:] + compactable[:start]:
-                self._compaction_cursor += 1
-                if log.needs_compaction():
-                    try:
-                        log.compact()
-                        self._compaction_failed.discard(log.directory)
-                    except Exception:
-                        # Logged once per log: a corrupt batch would otherwise repeat the
-                        # traceback at every retention check until someone repairs it.
-                        if log.directory not in self._compaction_failed:
-                            self._compaction_failed.add(log.directory)
-                            _log.exception("compaction of %s failed", log.directory)
-                        else:
-                            _log.debug("compaction of %s failed again", log.directory, exc_info=True)
-                    break
+        self.clean()
+
+    def clean(self) -> bool:
+        """One pass of the cleaner: compact at most one log that needs it (dirty ratio, tombstone
+        horizon or max.compaction.lag.ms), taking the compacted logs in turn.  Returns whether a
+        log was compacted; the broker runs this every ``log.cleaner.backoff.ms`` when there was
+        nothing to do and again at once when there was, as Kafka's cleaner threads do."""
+        compactable = [log for key, log in list(self._logs.items())
+                       if key in self._configured and log.config.compact]
+        if not compactable:
+            return False
+        start = self._compaction_cursor % len(compactable)
+        for log in compactable[start:] + compactable[:start]:
+            self._compaction_cursor += 1
+            try:
+                if not log.needs_compaction():
+                    continue
+                log.compact()
+                self._compaction_failed.discard(log.directory)
+                return True
+            except Exception:
+                # Logged once per log: a corrupt batch would otherwise repeat the traceback at
+                # every cleaner pass until someone repairs it.
+                if log.directory not in self._compaction_failed:
+                    self._compaction_failed.add(log.directory)
+                    _log.exception("compaction of %s failed", log.directory)
+                else:
+                    _log.debug("compaction of %s failed again", log.directory, exc_info=True)
+                return False
+        return False
 
     def flush(self) -> None:
         for log in self._logs.values():

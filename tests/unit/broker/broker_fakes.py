@@ -44,6 +44,9 @@ class RecordingLogManager:
     def tick(self, now_ms):
         self.ticks.append(now_ms)
 
+    def clean(self):
+        return False
+
     def flush(self):
         pass
 

@@ -70,7 +70,7 @@ async def test_produce_assigns_offsets_and_wakes_fetchers(broker):
     (None, 87),
     (b"\x00" * 10, 87),
     (bytes(batch(1)) + bytes(batch(1)), 87),  # two batches
-    (batch(1, base_offset=5), 87),
+    (batch(1, pid=7, epoch=0, seq=-1), 87),  # a producer id needs a sequence
 ])
 async def test_produce_invalid_records(broker, records, code):
     assert part(await _produce(broker, records))["error_code"] == code

@@ -5,10 +5,16 @@ from minikafka.broker.server import AppendWaiters, Broker
 
 
 class CountingController:
-    def __init__(self):
+    def __init__(self, busy_cleans=0):
         self.full = 0
         self.light = 0
+        self.cleans = 0
+        self.busy_cleans = busy_cleans  # how many cleaner passes find a log to compact
         self.closed = False
+
+    def clean(self):
+        self.cleans += 1
+        return self.cleans <= self.busy_cleans
 
     def tick(self, now_ms):
         self.full += 1
@@ -35,6 +41,45 @@ async def test_maintenance_runs_light_ticks_often_and_retention_rarely():
     assert 2 <= controller.full <= 4
     assert controller.light > 3 * controller.full
     assert controller.closed
+
+
+async def test_the_cleaner_runs_every_backoff_and_again_at_once_after_work():
+    """log.cleaner.backoff.ms paces the cleaner, not the retention check: with nothing to compact
+    it looks every backoff; after a pass that compacted something it looks again on the next tick."""
+    config = BrokerConfig.load(environ={}, fields={"port": 0},
+                               overrides={"maintenance.interval.ms": "10", "log.cleaner.backoff.ms": "100",
+                                          "log.retention.check.interval.ms": "100000"})
+    idle, busy = CountingController(), CountingController(busy_cleans=10)
+    for controller in (idle, busy):
+        broker = Broker(config, controller=controller, handler_modules=[])
+        await broker.start()
+        try:
+            deadline = asyncio.get_running_loop().time() + 5
+            while controller.light < 30 and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.01)
+        finally:
+            await broker.stop()
+        assert controller.full == 0  # the retention check is not what runs the cleaner
+    # Idle: the first pass at start, then one per 100 ms over ~30 ticks of 10 ms (a loaded machine
+    # stretches the ticks, which only lowers the count).
+    assert 1 <= idle.cleans <= 5 < idle.light
+    # Busy: one pass per tick while passes find work (ten of them), then the backoff again.
+    assert busy.cleans >= 11
+
+
+async def test_log_cleaner_enable_false_stops_the_cleaner():
+    config = BrokerConfig.load(environ={}, fields={"port": 0},
+                               overrides={"maintenance.interval.ms": "10", "log.cleaner.enable": "false"})
+    controller = CountingController()
+    broker = Broker(config, controller=controller, handler_modules=[])
+    await broker.start()
+    try:
+        deadline = asyncio.get_running_loop().time() + 5
+        while controller.light < 10 and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
+    finally:
+        await broker.stop()
+    assert controller.light >= 10 and controller.cleans == 0
 
 
 async def test_append_waiters_wake_only_matching_keys():

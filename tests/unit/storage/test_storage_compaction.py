@@ -244,3 +244,35 @@ def test_compacted_topics_refuse_records_without_key(tmp_path, clock):
     assert log.log_end_offset == 0
     log.append(batch(1, keys=[b"a"], values=[None]))  # a tombstone has a key
     assert log.log_end_offset == 1
+
+
+def test_max_compaction_lag_compacts_below_the_dirty_ratio_once_a_record_is_that_old(tmp_path, clock):
+    """KIP-354: with min.cleanable.dirty.ratio out of reach, a dirty record older than
+    max.compaction.lag.ms still gets the log compacted; the active segment rolls by that lag too."""
+    log = open_log(tmp_path / "p", clock, **{"min.cleanable.dirty.ratio": "1.0",
+                                            "max.compaction.lag.ms": "60000", "segment.ms": str(DAY)})
+    assert log.config.max_segment_ms == 60_000
+    fill(log, clock, n_batches=60)
+    log.compact()
+    fill(log, clock, n_batches=10, seed=8)  # a little dirt after the cleaned part: ratio < 1.0
+    log.roll()
+    assert not log.needs_compaction()
+    clock.advance(59_000)
+    assert not log.needs_compaction()  # the oldest dirty record is not yet a minute old
+    clock.advance(2_000)
+    assert log.needs_compaction()
+    log.compact()
+    assert not log.needs_compaction()
+    # The active segment: written now, rolled once it is older than the lag (not segment.ms).
+    log.append(batch(1, ts=clock.now, keys=[b"k"], values=[b"v"]))
+    log.roll()
+    log.append(batch(1, ts=clock.now, keys=[b"k"], values=[b"v"]))
+    clock.advance(59_000)
+    assert not log.maybe_roll()
+    clock.advance(1_001)
+    assert log.maybe_roll()
+
+
+def test_max_compaction_lag_does_not_shorten_segments_of_delete_only_topics(tmp_path, clock):
+    log = PartitionLog(str(tmp_path / "d"), {"max.compaction.lag.ms": "1000", "segment.ms": "600000"}, now_ms=clock)
+    assert log.config.max_segment_ms == 600_000
