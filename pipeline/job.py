@@ -96,6 +96,13 @@ def get_session(args: argparse.Namespace):
             builder = builder.master("local[2]")
         builder = (builder.config("spark.ui.enabled", "false")
                    .config("spark.ui.showConsoleProgress", "false"))
+        if args.format == "kafka":
+            # Spark's connector is not in the pyspark wheel: the jars make test installed (or
+            # MINIKAFKA_SPARK_JARS), else --packages' coordinate for this pyspark.
+            from minikafka.pipeline.connector import session_config
+
+            for name, value in session_config().items():
+                builder = builder.config(name, value)
     return builder.getOrCreate()
 
 
