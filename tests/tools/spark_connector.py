@@ -75,21 +75,29 @@ def release_key(version: str) -> tuple[int, ...] | None:
     return tuple(int(part) for part in version.split("."))
 
 
+def newest_release_not_newer(served, pyspark_version: str) -> str | None:
+    """The newest release in ``served`` with pyspark's major version, not newer than pyspark."""
+    wanted = release_key(pyspark_version.split("+")[0])
+    if wanted is None:
+        return None
+    candidates = sorted((key, v) for v in served if (key := release_key(v)) is not None
+                        and key[0] == wanted[0] and key <= wanted)
+    return candidates[-1][1] if candidates else None
+
+
 def fallback_version(pyspark_version: str) -> str:
-    """The newest served release of the connector with pyspark's major version, not newer than
-    pyspark, from the version list Maven keeps for the artifact (fetched by asking for RELEASE)."""
+    """``newest_release_not_newer`` over the version list Maven keeps for the artifact (fetched
+    by asking for RELEASE)."""
     maven(["dependency:get", f"-Dartifact={GROUP}:{ARTIFACT}:RELEASE", "-Dtransitive=false"])
     folder = LOCAL_REPO / GROUP.replace(".", "/") / ARTIFACT
     served = set()
     for metadata in folder.glob("maven-metadata*.xml"):
         served.update(re.findall(r"<version>([^<]+)</version>", metadata.read_text()))
-    wanted = release_key(pyspark_version.split("+")[0])
-    candidates = sorted((key, v) for v in served if (key := release_key(v)) is not None
-                        and wanted is not None and key[0] == wanted[0] and key <= wanted)
-    if not candidates:
+    chosen = newest_release_not_newer(served, pyspark_version)
+    if chosen is None:
         raise SystemExit(f"spark-connector: Maven serves no {ARTIFACT} release for pyspark "
                          f"{pyspark_version} (versions: {sorted(served)})")
-    return candidates[-1][1]
+    return chosen
 
 
 def select(staging: Path, jars_dir: Path) -> tuple[list[Path], dict[str, str], str]:
