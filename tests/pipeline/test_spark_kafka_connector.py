@@ -110,6 +110,29 @@ def test_batch_read_earliest_to_latest_and_columns(spark_kafka, kafka, timed_top
     assert {r.timestampType for r in rows} == {0}  # CreateTime
 
 
+def test_batch_read_assign_and_subscribe_pattern(spark_kafka, kafka, timed_topic):
+    r = (spark_kafka.read.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap)
+         .option("assign", json.dumps({timed_topic: [1]})).load())
+    assert offsets(r) == [(1, i) for i in range(5)]
+    r = (spark_kafka.read.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap)
+         .option("subscribePattern", timed_topic.replace("conn-ts-", "conn-t[s]-")).load())
+    assert len(offsets(r)) == 10
+
+
+def test_compressed_writes_read_back(spark_kafka, kafka):
+    """The Java producer's codecs (pyspark's own lz4-java, snappy-java and zstd-jni) through the
+    broker's validation and back through the connector's consumer."""
+    topic = kafka.topic("conn-codec", 1)
+    codecs = ["gzip", "snappy", "lz4", "zstd"]
+    for codec in codecs:
+        df = spark_kafka.createDataFrame([(f"{codec}-{i}" * 20,) for i in range(50)], "value string")
+        (df.write.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap)
+         .option("topic", topic).option("kafka.compression.type", codec)
+         .option("kafka.linger.ms", "50").save())
+    values = [r.value.decode() for r in reader(spark_kafka, kafka.bootstrap, topic).collect()]
+    assert sorted(values) == sorted(f"{c}-{i}" * 20 for c in codecs for i in range(50))
+
+
 def test_batch_read_per_partition_json_offsets(spark_kafka, kafka, timed_topic):
     df = reader(spark_kafka, kafka.bootstrap, timed_topic, {
         "startingOffsets": json.dumps({timed_topic: {"0": 2, "1": -2}}),
