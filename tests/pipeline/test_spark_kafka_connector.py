@@ -241,8 +241,8 @@ def test_group_id_and_group_id_prefix(spark_kafka, kafka):
     prefix = "conn-prefix-" + topic
 
     def groups():
-        # Right after the first group creates __consumer_offsets its shards may still be
-        # loading: ListGroups then answers COORDINATOR_LOAD_IN_PROGRESS, which is retriable.
+        # Retried (bounded) while the answer carries a retriable error, e.g.
+        # COORDINATOR_LOAD_IN_PROGRESS while the shards of a new __consumer_offsets load.
         deadline = time.monotonic() + WAIT_S
         client = admin(kafka)  # kept alive until its futures are done
         while True:
