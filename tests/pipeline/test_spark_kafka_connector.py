@@ -369,6 +369,75 @@ def test_fail_on_data_loss_when_unread_records_are_deleted(spark_kafka, kafka, t
     assert sorted(r[2] for r in lenient.rows()) == [15, 16, 17, 18, 19]
 
 
+def test_fail_on_data_loss_when_retention_deletes_unread_records(spark_kafka, tmp_path):
+    """The same through the broker's retention: a broker of its own runs the retention check
+    every 200 ms; segments roll after 50 ms and the topic's retention.ms drops to 1 once the query
+    has read the first records, so the unread ones go with their segments."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import ConfigResource, ConfigEntry, AlterConfigOpType
+
+    from conftest import KafkaTool, _start_broker
+
+    broker = _start_broker()(tmp_path / "broker", log_retention_check_interval_ms=200)
+    try:
+        kafka = KafkaTool(broker.bootstrap)
+        topic = kafka.topic("conn-retention", 1)
+        client = admin(kafka)
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+            ConfigEntry("segment.ms", "50", incremental_operation=AlterConfigOpType.SET)])
+        client.incremental_alter_configs([resource])[resource].result(WAIT_S)
+        kafka.produce(topic, [(None, b"r%d" % i, 0, None) for i in range(10)])
+        checkpoint = tmp_path / "ckpt"
+        opts = {"startingOffsets": "earliest"}
+        first = Batches()
+        run_available_now(reader(spark_kafka, kafka.bootstrap, topic, opts, stream=True), checkpoint, first)
+        assert len(first.rows()) == 10
+        kafka.produce(topic, [(None, b"r%d" % i, 0, None) for i in range(10, 20)])
+        time.sleep(0.1)  # older than segment.ms: the next record rolls a new active segment
+        from confluent_kafka import Producer
+
+        # Retention deletes every segment whose newest timestamp is older than retention.ms, the
+        # active one included (as Kafka does); record 20, stamped 30 minutes ahead, keeps its own.
+        late = Producer({"bootstrap.servers": kafka.bootstrap})
+        late.produce(topic, b"r20", partition=0, timestamp=int(time.time() * 1000) + 1_800_000)
+        assert late.flush(WAIT_S) == 0
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+            ConfigEntry("retention.ms", "1", incremental_operation=AlterConfigOpType.SET)])
+        client.incremental_alter_configs([resource])[resource].result(WAIT_S)
+        from confluent_kafka import Consumer
+
+        probe = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": "conn-retention"})
+        try:
+            deadline = time.monotonic() + WAIT_S
+            while True:
+                low, high = probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+                if low > 10:
+                    break
+                assert time.monotonic() < deadline, f"retention did not delete offsets 10-19 (log start {low})"
+                time.sleep(0.1)
+        finally:
+            probe.close()
+        assert (low, high) == (20, 21)
+        spare = tmp_path / "ckpt-copy"
+        shutil.copytree(checkpoint, spare)
+
+        failing = Batches()
+        query = (reader(spark_kafka, kafka.bootstrap, topic, {**opts, "failOnDataLoss": "true"}, stream=True)
+                 .writeStream.foreachBatch(failing).option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+        with pytest.raises(Exception) as failure:
+            query.awaitTermination(WAIT_S)
+        assert "Some data may have been lost" in str(failure.value), str(failure.value)[-2000:]
+        assert failing.rows() == []
+
+        lenient = Batches()
+        run_available_now(reader(spark_kafka, kafka.bootstrap, topic, {**opts, "failOnDataLoss": "false"},
+                                 stream=True), spare, lenient)
+        assert [(r[2], r[3]) for r in lenient.rows()] == [(20, b"r20")]
+    finally:
+        broker.stop()
+
+
 # --------------------------------------------------------------------------- streaming write
 
 def test_streaming_write_key_value_headers(spark_kafka, kafka, tmp_path):
