@@ -58,7 +58,7 @@ def provided_by(jars_dir: Path, artifact_id: str) -> str | None:
 
 
 def maven(args: list[str]) -> None:
-    cmd = ["mvn", "-B", "-q", "-f", str(POM), f"-Dmaven.repo.local={LOCAL_REPO}", *args]
+    cmd = ["mvn", "-B", "-q", "-Dstyle.color=never", "-f", str(POM), f"-Dmaven.repo.local={LOCAL_REPO}", *args]
     print("spark-connector: " + " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True, timeout=600)
 
