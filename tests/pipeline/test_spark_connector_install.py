@@ -93,3 +93,40 @@ def test_session_config_prefers_env_then_cache_then_packages(tmp_path, monkeypat
     assert connector.session_config(tmp_path) == {"spark.jars": str(given / "x.jar")}
     monkeypatch.setenv("MINIKAFKA_SPARK_JARS", "/p/one.jar,/p/two.jar")
     assert connector.cached_jars(tmp_path) == ["/p/one.jar", "/p/two.jar"]
+
+
+class _Builder:
+    """Stands in for SparkSession.builder: records the settings, starts nothing."""
+
+    def __init__(self):
+        self.settings = {}
+
+    def appName(self, name):
+        return self
+
+    def master(self, master):
+        self.settings["master"] = master
+        return self
+
+    def config(self, name, value):
+        self.settings[name] = value
+        return self
+
+    def getOrCreate(self):
+        return self.settings
+
+
+@pytest.mark.parametrize("fmt, has_jars", [("kafka", True), ("minikafka", False)])
+def test_the_job_puts_the_connector_on_its_own_sessions_classpath(monkeypatch, tmp_path, fmt, has_jars):
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    from minikafka.pipeline import job
+
+    touch(tmp_path / "c.jar")
+    monkeypatch.setenv("MINIKAFKA_SPARK_JARS", str(tmp_path))
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)  # not under spark-submit
+    monkeypatch.setattr(SparkSession, "builder", _Builder())
+    settings = job.get_session(job.parse_args(["--checkpoint", "c", "--format", fmt]))
+    assert settings["master"] == "local[2]"
+    assert settings.get("spark.jars") == (str(tmp_path / "c.jar") if has_jars else None)
