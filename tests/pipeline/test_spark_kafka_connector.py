@@ -133,6 +133,26 @@ def test_compressed_writes_read_back(spark_kafka, kafka):
     assert sorted(values) == sorted(f"{c}-{i}" * 20 for c in codecs for i in range(50))
 
 
+def test_log_append_time_and_records_larger_than_the_fetch_size(spark_kafka, kafka):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import NewTopic
+
+    topic = f"conn-lat-{time.monotonic_ns()}"
+    client = admin(kafka)
+    client.create_topics([NewTopic(topic, 1, 1, config={"message.timestamp.type": "LogAppendTime"})])[topic].result(WAIT_S)
+    before = int(time.time() * 1000)
+    p = Producer({"bootstrap.servers": kafka.bootstrap, "linger.ms": 5})
+    for i in range(3):
+        p.produce(topic, b"%d" % i * 300_000, timestamp=1000)  # the broker's time replaces 1000
+    assert p.flush(WAIT_S) == 0
+    rows = (reader(spark_kafka, kafka.bootstrap, topic, {"kafka.max.partition.fetch.bytes": "1024",
+                                                          "kafka.fetch.max.bytes": "1024"})
+            .collect())
+    # A batch larger than the fetch limits still comes back whole, one at a time.
+    assert sorted((r.offset, len(r.value), r.timestampType) for r in rows) == [(i, 300_000, 1) for i in range(3)]
+    assert all(before - 1000 <= r.timestamp.timestamp() * 1000 <= time.time() * 1000 + 1000 for r in rows)
+
+
 def test_batch_read_per_partition_json_offsets(spark_kafka, kafka, timed_topic):
     df = reader(spark_kafka, kafka.bootstrap, timed_topic, {
         "startingOffsets": json.dumps({timed_topic: {"0": 2, "1": -2}}),
