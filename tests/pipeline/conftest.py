@@ -17,6 +17,7 @@ import os
 import sys
 import time
 import uuid
+import warnings
 from pathlib import Path
 
 import pytest
@@ -89,7 +90,7 @@ def spark():
 @pytest.fixture(scope="session")
 def spark_kafka(spark):
     """The shared session, when Spark's Kafka connector is on its classpath."""
-    from minikafka.pipeline.connector import cached_jars
+    from minikafka.pipeline.connector import cached_jars, manifest
 
     if not cached_jars():
         message = ("Spark's Kafka connector is not installed: run "
@@ -97,6 +98,10 @@ def spark_kafka(spark):
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(message)
         pytest.skip(message)
+    doc = manifest()
+    if doc and not doc["coordinate"].endswith(":" + doc["pyspark"]):
+        warnings.warn(f"format('kafka') tests run {doc['coordinate']} on pyspark {doc['pyspark']} "
+                      "(Maven Central served no connector at pyspark's version)")
     return spark
 
 
