@@ -460,19 +460,23 @@ def test_fail_on_data_loss_when_retention_deletes_unread_records(spark_kafka, tm
 
 # --------------------------------------------------------------------------- streaming write
 
-def test_streaming_write_key_value_headers(spark_kafka, kafka, tmp_path):
-    src, dst = kafka.topic("conn-ssrc", 2), kafka.topic("conn-sdst", 2)
+def test_streaming_write_key_value_headers_topic(spark_kafka, kafka, tmp_path):
+    src = kafka.topic("conn-ssrc", 2)
+    even, odd = kafka.topic("conn-seven", 2), kafka.topic("conn-sodd", 1)
     kafka.produce(src, [(b"k%d" % i, b"v%d" % i, i % 2, [("n", b"%d" % i)]) for i in range(8)])
     df = reader(spark_kafka, kafka.bootstrap, src, {"startingOffsets": "earliest", "includeHeaders": "true"},
                 stream=True)
-    query = (df.selectExpr("key", "upper(cast(value as string)) AS value", "headers")
+    # The topic column routes each row (partition 0 of the source to one topic, 1 to the other).
+    query = (df.selectExpr("key", "upper(cast(value as string)) AS value", "headers",
+                           f"if(partition = 0, '{even}', '{odd}') AS topic")
              .writeStream.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap)
-             .option("topic", dst).option("checkpointLocation", str(tmp_path / "ckpt"))
+             .option("checkpointLocation", str(tmp_path / "ckpt"))
              .trigger(availableNow=True).start())
     try:
         assert query.awaitTermination(WAIT_S), "streaming write did not finish"
     finally:
         if query.isActive:
             query.stop()
-    got = sorted((m.key(), m.value(), tuple(m.headers() or ())) for m in kafka.read_all(dst))
-    assert got == [(b"k%d" % i, b"V%d" % i, (("n", b"%d" % i),)) for i in range(8)]
+    for topic, parity in ((even, 0), (odd, 1)):
+        got = sorted((m.key(), m.value(), tuple(m.headers() or ())) for m in kafka.read_all(topic))
+        assert got == [(b"k%d" % i, b"V%d" % i, (("n", b"%d" % i),)) for i in range(parity, 8, 2)]
