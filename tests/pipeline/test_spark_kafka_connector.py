@@ -388,6 +388,13 @@ def test_fail_on_data_loss_when_unread_records_are_deleted(spark_kafka, kafka, t
                              stream=True), spare, lenient)
     assert sorted(r[2] for r in lenient.rows()) == [15, 16, 17, 18, 19]
 
+    # A batch query asked for the deleted offsets behaves the same.
+    gone = {"startingOffsets": json.dumps({topic: {"0": 10}})}
+    with pytest.raises(Exception, match="Some data may have been lost"):
+        reader(spark_kafka, kafka.bootstrap, topic, {**gone, "failOnDataLoss": "true"}).collect()
+    assert offsets(reader(spark_kafka, kafka.bootstrap, topic, {**gone, "failOnDataLoss": "false"})) == [
+        (0, i) for i in range(15, 20)]
+
 
 def test_fail_on_data_loss_when_retention_deletes_unread_records(spark_kafka, tmp_path):
     """The same through the broker's retention: a broker of its own runs the retention check
