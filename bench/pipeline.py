@@ -1,4 +1,4 @@
-"""Benchmark: the minikafka Spark source against a plain confluent-kafka consumer.
+"""Benchmark: the minikafka Spark source, Spark's own Kafka connector and a plain confluent-kafka consumer.
 
 Produces N records of S bytes into a 2-partition topic, then alternates, on the same data and
 in the same run:
