@@ -1,4 +1,4 @@
-"""Benchmark: the minikafka Spark source against a plain confluent-kafka consumer.
+"""Benchmark: the minikafka Spark source, Spark's own Kafka connector and a plain confluent-kafka consumer.
 
 Produces N records of S bytes into a 2-partition topic, then alternates, on the same data and
 in the same run:
@@ -12,12 +12,22 @@ in the same run:
   with ``Trigger.AvailableNow`` into the ``noop`` sink, on ``local[2]``; timed from
   ``start()`` to termination (planning, Python workers, Arrow transfer to the JVM included);
   ``spark-micro-batch`` is the part of it spent inside the micro-batch (``triggerExecution``
-  of the query progress), i.e. without starting and stopping the query.
+  of the query progress), i.e. without starting and stopping the query;
+* ``spark-kafka`` and ``spark-kafka-micro-batch``: the same query on Spark's own connector,
+  ``readStream.format("kafka")`` (spark-sql-kafka-0-10, the jars ``make test`` installs), in the
+  same session, alternating with the rest.
 
-Prints a Markdown table of medians (records/s) and the source/plain ratio. By default a fresh
-minikafka broker is started in a temporary directory; ``--bootstrap`` uses a running broker.
+Then the end-to-end latency of a micro-batch, for each format: a query runs continuously (default
+trigger: the next micro-batch as soon as the previous one ends) from ``latest`` of one topic to
+another topic through that format's sink; single records are produced one at a time, each
+carrying its send time, and a consumer of the output topic takes the time it arrives.
+``--probes`` records per format, alternating between the formats.
 
-    .venv/bin/python bench/pipeline.py [--records 1000000] [--size 100] [--runs 3]
+Prints Markdown tables of medians (records/s; latency median and p90) and the ratios. By default
+a fresh minikafka broker is started in a temporary directory; ``--bootstrap`` uses a running
+broker.
+
+    .venv/bin/python bench/pipeline.py [--records 1000000] [--size 100] [--runs 3] [--probes 30]
 """
 
 from __future__ import annotations
@@ -40,6 +50,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+# End-to-end latency variants: label -> (format, extra reader options).  The Java consumer inside
+# Spark's connector leaves a Fetch long poll parked at the broker (fetch.max.wait.ms, 500 ms by
+# default) while the next micro-batch's ListOffsets waits behind it on the same connection (a Kafka
+# broker answers each connection's requests in order); the third variant shortens that wait.
+LATENCY_VARIANTS = {"minikafka": ("minikafka", {}), "kafka": ("kafka", {}),
+                    "kafka, fetch.max.wait.ms=50": ("kafka", {"kafka.fetch.max.wait.ms": "50"})}
 
 TUNED = {"max.partition.fetch.bytes": 8 * 1024 * 1024, "fetch.max.bytes": 64 * 1024 * 1024,
          "queued.max.messages.kbytes": 256 * 1024}
@@ -134,7 +151,14 @@ def spark_session():
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
+    from minikafka.pipeline.connector import cached_jars
+
+    jars = cached_jars()
+    if not jars:
+        raise SystemExit("Spark's Kafka connector is not installed: run "
+                         ".venv/bin/python tests/tools/spark_connector.py (make test does)")
     spark = (SparkSession.builder.master("local[2]").appName("bench-pipeline")
+             .config("spark.jars", ",".join(jars))
              .config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "2")
              .config("spark.ui.showConsoleProgress", "false")
@@ -147,11 +171,11 @@ def spark_session():
 
 
 def spark_stream(spark, bootstrap: str, topic: str, expected: int,
-                 tmp: Path) -> tuple[float, float]:
+                 tmp: Path, fmt: str = "minikafka") -> tuple[float, float]:
     """(seconds from start() to termination, seconds inside the micro-batches that read)."""
     checkpoint = tmp / f"ckpt-{uuid.uuid4().hex[:8]}"
     started = time.perf_counter()
-    query = (spark.readStream.format("minikafka")
+    query = (spark.readStream.format(fmt)
              .option("kafka.bootstrap.servers", bootstrap)
              .option("subscribe", topic).option("startingOffsets", "earliest").load()
              .writeStream.format("noop").option("checkpointLocation", str(checkpoint))
@@ -171,6 +195,61 @@ def spark_stream(spark, bootstrap: str, topic: str, expected: int,
     return elapsed, batch_s
 
 
+def latency(spark, bootstrap: str, tmp: Path, probes: int) -> dict[str, list[float]]:
+    """Seconds from producing one record to reading it from the output topic of a running
+    query, per format; the formats' probes alternate."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    queries, consumers, topics = {}, {}, {}
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "1"})
+    try:
+        for label, (fmt, extra) in LATENCY_VARIANTS.items():
+            src, dst = f"lat-in-{fmt}-{uuid.uuid4().hex[:6]}", f"lat-out-{fmt}-{uuid.uuid4().hex[:6]}"
+            for name in (src, dst):
+                admin.create_topics([NewTopic(name, 1, 1)])[name].result(30)
+            topics[label] = src
+            consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"lat-{uuid.uuid4()}",
+                                 "enable.auto.commit": False, "fetch.wait.max.ms": 10})
+            consumer.assign([TopicPartition(dst, 0, 0)])
+            consumers[label] = consumer
+            queries[label] = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+                            .option("subscribe", src).option("startingOffsets", "latest")
+                            .options(**extra).load()
+                            .select("value")
+                            .writeStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+                            .option("topic", dst)
+                            .option("checkpointLocation", str(tmp / f"lat-{uuid.uuid4().hex[:8]}"))
+                            .start())
+        # The first micro-batch fixes "latest": wait until each query has run one (bounded).
+        deadline = time.monotonic() + 120
+        while not all(q.recentProgress for q in queries.values()):
+            if time.monotonic() > deadline or any(q.exception() for q in queries.values()):
+                raise SystemExit("latency queries did not start")
+            time.sleep(0.1)
+        out: dict[str, list[float]] = {fmt: [] for fmt in queries}
+        for i in range(probes + 2):  # the first two per format warm up (worker start, first fetch)
+            for fmt, consumer in consumers.items():
+                sent = time.time()
+                producer.produce(topics[fmt], value=repr(sent).encode())
+                producer.flush(10)
+                deadline = time.monotonic() + 60
+                got = None
+                while got is None and time.monotonic() < deadline:
+                    m = consumer.poll(0.05)
+                    if m is not None and m.error() is None and float(m.value()) == sent:
+                        got = time.time()
+                if got is None:
+                    raise SystemExit(f"latency probe {i} of {fmt} not seen within 60 s")
+                if i >= 2:
+                    out[fmt].append(got - sent)
+                time.sleep(0.1)
+        return out
+    finally:
+        for q in queries.values():
+            q.stop()
+        for c in consumers.values():
+            c.close()
+
+
 def cpu_model() -> str:
     try:
         for line in open("/proc/cpuinfo"):
@@ -187,6 +266,7 @@ def main(argv=None) -> int:
     p.add_argument("--records", type=int, default=1_000_000)
     p.add_argument("--size", type=int, default=100)
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--probes", type=int, default=30, help="latency probes per format")
     args = p.parse_args(argv)
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
@@ -200,10 +280,13 @@ def main(argv=None) -> int:
         produce_s = produce(bootstrap, topic, args.records, args.size)
         print(f"produced {args.records} x {args.size} B in {produce_s:.1f} s", flush=True)
         spark = spark_session()
-        # Warm-up: starts the Python workers once so every timed run pays the same.
+        # Warm-up: starts the Python workers (and loads the connector) once so every timed run
+        # pays the same.
         spark_stream(spark, bootstrap, topic, args.records, tmp)
+        spark_stream(spark, bootstrap, topic, args.records, tmp, fmt="kafka")
         times: dict[str, list[float]] = {"plain": [], "plain-tuned": [], "plain-2-threads": [],
-                                         "spark": [], "spark-micro-batch": []}
+                                         "spark": [], "spark-micro-batch": [],
+                                         "spark-kafka": [], "spark-kafka-micro-batch": []}
         for run in range(args.runs):
             times["plain"].append(plain_consumer(bootstrap, topic, args.records, {}))
             times["plain-tuned"].append(plain_consumer(bootstrap, topic, args.records, TUNED))
@@ -212,8 +295,12 @@ def main(argv=None) -> int:
             total, batch = spark_stream(spark, bootstrap, topic, args.records, tmp)
             times["spark"].append(total)
             times["spark-micro-batch"].append(batch)
+            total, batch = spark_stream(spark, bootstrap, topic, args.records, tmp, fmt="kafka")
+            times["spark-kafka"].append(total)
+            times["spark-kafka-micro-batch"].append(batch)
             print(f"run {run + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()),
                   flush=True)
+        lat = latency(spark, bootstrap, tmp, args.probes) if args.probes else {}
         spark.stop()
         rate = {k: args.records / statistics.median(v) for k, v in times.items()}
         print()
@@ -232,6 +319,21 @@ def main(argv=None) -> int:
         print(f"spark source / plain consumer: {rate['spark'] / rate['plain']:.0%}; "
               f"/ plain-tuned: {rate['spark'] / rate['plain-tuned']:.0%}; "
               f"/ plain-2-threads: {rate['spark'] / rate['plain-2-threads']:.0%}")
+        print(f"format(\"minikafka\") / format(\"kafka\"): start() to end "
+              f"{rate['spark'] / rate['spark-kafka']:.0%}, inside the micro-batch "
+              f"{rate['spark-micro-batch'] / rate['spark-kafka-micro-batch']:.0%}")
+        if lat:
+            print()
+            print(f"End-to-end micro-batch latency, produce -> query -> output topic -> consumer, "
+                  f"{args.probes} probes per format (ms):")
+            print()
+            print("| format (reader and sink) | median | p90 | min | max |")
+            print("|---|---:|---:|---:|---:|")
+            for fmt, values in lat.items():
+                ordered = sorted(values)
+                p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+                print(f"| {fmt} | {statistics.median(values) * 1000:.0f} | {p90 * 1000:.0f} | "
+                      f"{ordered[0] * 1000:.0f} | {ordered[-1] * 1000:.0f} |")
     finally:
         if broker is not None:
             broker.terminate()

@@ -2,7 +2,8 @@
 
 ``pipeline.options`` is pure Python (no Spark); ``pipeline.source`` needs pyspark, pyarrow and
 confluent-kafka (the ``spark`` extra). ``register(spark)`` makes ``format("minikafka")``
-available in a session.
+available in a session. ``pipeline.connector`` finds Spark's own connector (``format("kafka")``)
+for a session the job starts itself.
 """
 
 from .options import FORMAT_NAME

@@ -57,8 +57,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--shuffle-partitions", type=int, default=2,
                    help="spark.sql.shuffle.partitions (fixed in the checkpoint on first run)")
     p.add_argument("--format", default=FORMAT_NAME,
-                   help="Kafka data source: minikafka (this package) or kafka (the "
-                        "spark-sql-kafka jar)")
+                   help="Kafka data source: minikafka (this package) or kafka (Spark's "
+                        "spark-sql-kafka-0-10 connector; without spark-submit the job adds its "
+                        "jars: MINIKAFKA_SPARK_JARS, the venv's cache, else spark.jars.packages)")
     p.add_argument("--kafka-option", action="append", default=[], metavar="NAME=VALUE",
                    help="extra kafka.* client setting for source and sink (repeatable)")
     p.add_argument("--exactly-once", action="store_true",
@@ -96,6 +97,13 @@ def get_session(args: argparse.Namespace):
             builder = builder.master("local[2]")
         builder = (builder.config("spark.ui.enabled", "false")
                    .config("spark.ui.showConsoleProgress", "false"))
+        if args.format == "kafka":
+            # Spark's connector is not in the pyspark wheel: the jars make test installed (or
+            # MINIKAFKA_SPARK_JARS), else --packages' coordinate for this pyspark.
+            from minikafka.pipeline.connector import session_config
+
+            for name, value in session_config().items():
+                builder = builder.config(name, value)
     return builder.getOrCreate()
 
 

@@ -3,7 +3,10 @@
 The broker is ours (``start_broker`` from tests/integration/conftest.py). Setting
 ``MINIKAFKA_PIPELINE_BOOTSTRAP=host:port`` points the tests at an already running
 Kafka-compatible broker instead (to compare with Apache Kafka). Spark runs ``local[2]`` with two
-shuffle partitions; its JVM starts once, which keeps Spark's share of the suite small.
+shuffle partitions; its JVM starts once, which keeps Spark's share of the suite small.  The same
+session has Spark's own Kafka connector (``format("kafka")``) on its classpath when
+``tests/tools/spark_connector.py`` installed it (``make test`` does); tests that need it take the
+``spark_kafka`` fixture, which skips without the jars (and fails under CI, where they must be).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import os
 import sys
 import time
 import uuid
+import warnings
 from pathlib import Path
 
 import pytest
@@ -58,7 +62,13 @@ def spark():
     # installed, and unpickle the data source by its module name, minikafka.pipeline.source.
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master("local[2]")
+    from minikafka.pipeline.connector import cached_jars
+
+    builder = SparkSession.builder
+    jars = cached_jars()
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
+    session = (builder.master("local[2]")
                .appName("minikafka-pipeline-tests")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.default.parallelism", "2")
@@ -75,6 +85,24 @@ def spark():
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_kafka(spark):
+    """The shared session, when Spark's Kafka connector is on its classpath."""
+    from minikafka.pipeline.connector import cached_jars, manifest
+
+    if not cached_jars():
+        message = ("Spark's Kafka connector is not installed: run "
+                   ".venv/bin/python tests/tools/spark_connector.py (make test does)")
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(message)
+        pytest.skip(message)
+    doc = manifest()
+    if doc and not doc["coordinate"].endswith(":" + doc["pyspark"]):
+        warnings.warn(f"format('kafka') tests run {doc['coordinate']} on pyspark {doc['pyspark']} "
+                      "(Maven Central served no connector at pyspark's version)")
+    return spark
 
 
 class KafkaTool:

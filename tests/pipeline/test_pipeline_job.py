@@ -93,3 +93,27 @@ def test_stop_produce_more_restart_processes_only_new_records(spark, kafka, tmp_
     before = len(kafka.read_all(dst))
     assert job.main(argv + ["--available-now"]) == 0
     assert len(kafka.read_all(dst)) == before
+
+
+@pytest.mark.spark
+@pytest.mark.integration
+def test_format_kafka_writes_the_same_totals_as_format_minikafka(spark_kafka, kafka, tmp_path):
+    """The job on Spark's own connector (reader and sink), and on the connector's reader with the
+    job's transactional sink, writes exactly what it writes on this package's source."""
+    src = kafka.topic("events-cmp", 2)
+    evs = events(0, 30)
+    kafka.produce_json(src, evs)
+    kafka.produce(src, [(b"junk", b"not json", 1, None)])
+    runs = {"minikafka": [], "kafka": ["--format", "kafka"],
+            "kafka-exactly-once": ["--format", "kafka", "--exactly-once", "--query-name", "cmp-" + src]}
+    outputs = {}
+    for name, extra in runs.items():
+        dst = kafka.topic("totals-" + name, 2)
+        argv = ["--bootstrap", kafka.bootstrap, "--input", src, "--output", dst,
+                "--checkpoint", str(tmp_path / name), "--available-now", *extra]
+        assert job.run(spark_kafka, job.parse_args(argv)) == len(evs) + 1
+        records = kafka.read_all(dst)
+        outputs[name] = sorted((m.partition(), m.key(), m.value()) for m in records)
+        assert latest_totals(kafka, dst) == expected_totals(evs)
+    assert outputs["kafka"] == outputs["minikafka"]
+    assert outputs["kafka-exactly-once"] == outputs["minikafka"]

@@ -3,6 +3,8 @@
 #   kcat            (Debian package)
 #   javac / java    (Debian package default-jdk-headless) for the Java client test
 #   kafka-clients   jars from the PyPI wheel shigawire-apache-flink-libraries, unpacked into .venv/java
+#   mvn             (Debian package maven) and with it Spark's Kafka connector (spark-sql-kafka-0-10
+#                   at the installed pyspark's version) into .venv/spark-jars: tests/tools/spark_connector.py
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -22,6 +24,7 @@ apt_install() {
 
 command -v kcat >/dev/null 2>&1 || apt_install kcat
 command -v javac >/dev/null 2>&1 || apt_install default-jdk-headless
+command -v mvn >/dev/null 2>&1 || apt_install maven
 # The web console's tests drive a headless Chromium through Selenium and chromedriver.
 { command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || apt_install chromium chromium-driver
 
@@ -44,4 +47,7 @@ with zipfile.ZipFile(wheel) as z:
 PY
   rm -rf "$tmp"
 fi
+# format("kafka") for the pipeline tests; cached per pyspark version, a no-op once there.
+"$venv/bin/python" tests/tools/spark_connector.py
+
 echo "system-deps: kcat=$(command -v kcat || echo missing) javac=$(command -v javac || echo missing) chromium=$(command -v chromium || echo missing) jars=$(ls "$jars" 2>/dev/null | tr '\n' ' ')"
