@@ -14,9 +14,9 @@ between a check and its append, so the registry is its own single writer.  Error
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Protocol
 
@@ -27,7 +27,6 @@ log = logging.getLogger("minikafka.schema_registry")
 DEFAULT_COMPATIBILITY = "BACKWARD"
 MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 INT_MAX = 2 ** 31 - 1
-_GUID_NS = uuid.UUID("6f1a3c52-4f0e-4d8e-9a39-8d1b2f5c7e10")
 CONFIG_FIELDS = ("alias", "normalize", "validateFields", "validateRules", "compatibilityGroup", "defaultMetadata",
                  "overrideMetadata", "defaultRuleSet", "overrideRuleSet")
 
@@ -55,7 +54,9 @@ def content_key(schema_type: str, schema: str, references: list) -> tuple:
 
 
 def guid_of(key: tuple) -> str:
-    return str(uuid.uuid5(_GUID_NS, json.dumps(key)))
+    """A stable GUID for a schema's content (the same on every restart), shaped as a UUID."""
+    h = hashlib.sha1(json.dumps(key).encode()).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{'89ab'[int(h[16], 16) % 4]}{h[17:20]}-{h[20:32]}"
 
 
 class RegistryState:
