@@ -274,3 +274,29 @@ def test_pytest_plugin_fixture_embedded_and_external(tmp_path):
         assert proc.returncode == 0 and "2 passed" in proc.stdout, proc.stdout + proc.stderr
     finally:
         external.stop()
+
+
+def test_kafkajs_confluent_schema_registry(embedded, tmp_path):
+    """kafkajs' @kafkajs/confluent-schema-registry (npm, installed once into .venv/node) registers,
+    encodes and decodes Avro, JSON Schema and Protobuf through the registry."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if not node or not npm:
+        pytest.skip("node and npm are needed for kafkajs' schema registry client")
+    repo = Path(__file__).resolve().parents[2]
+    prefix = repo / ".venv" / "node" / "schema-registry"
+    package = prefix / "node_modules" / "@kafkajs" / "confluent-schema-registry"
+    if not package.exists():
+        prefix.mkdir(parents=True, exist_ok=True)
+        out = subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(prefix),
+                              "@kafkajs/confluent-schema-registry@3.9.0"], capture_output=True, text=True,
+                             timeout=240)
+        assert out.returncode == 0, out.stderr
+    script = Path(__file__).parent / "js" / "schema_registry_check.js"
+    out = subprocess.run([node, str(script), embedded.schema_registry_url], capture_output=True, text=True,
+                         timeout=60, env={**__import__("os").environ, "NODE_PATH": str(prefix / "node_modules")})
+    assert out.returncode == 0, out.stderr
+    assert "7/7 ok" in out.stdout, out.stdout
