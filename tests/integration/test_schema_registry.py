@@ -16,12 +16,10 @@ import pytest
 
 from conftest import BrokerProcess
 
-pytest.importorskip("confluent_kafka.schema_registry")
-
-from confluent_kafka import Consumer, Producer  # noqa: E402
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient  # noqa: E402
-from confluent_kafka.schema_registry.error import SchemaRegistryError  # noqa: E402
-from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+from confluent_kafka.serialization import MessageField, SerializationContext
 
 USER = {"type": "record", "name": "User", "namespace": "it.example",
         "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}]}
