@@ -9,7 +9,7 @@ Off unless ``schema.registry.listeners`` is set; the broker imports this package
 * ``compat``   - compatibility levels and the rules per schema type, as tables.
 * ``store``    - the state (a fold over ``_schemas``) and the operations of the API; sans-IO.
 * ``topic``    - the seam to the broker: ``_schemas`` created, appended to and read in its storage.
-* ``api``      - the aiohttp routes.
+* ``api``      - the routes of the REST API.  ``http`` - a small HTTP/1.1 server (no aiohttp import).
 * ``auth``     - basic authentication against the broker's users; TLS from the broker's PEM settings.
 * ``metrics``  - counters on the broker's /metrics.  ``console`` - a page per subject with a diff.
 * ``server``   - start/stop inside the broker (``Broker.start`` calls ``server.start``).

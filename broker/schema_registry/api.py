@@ -1,4 +1,4 @@
-"""The REST API of Confluent's Schema Registry as aiohttp routes over ``store.Registry``.
+"""The REST API of Confluent's Schema Registry as routes (``http.py``) over ``store.Registry``.
 
 Every answer is JSON with Confluent's content type ``application/vnd.schemaregistry.v1+json``;
 errors carry Confluent's body ``{"error_code", "message"}`` (``errors.py``).  Request bodies are read
@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from . import errors
+from .http import App, MethodNotAllowed, NotFound, Response
 from .store import Registry, page
 
 log = logging.getLogger("minikafka.schema_registry")
@@ -30,10 +31,8 @@ def _flag(request, name: str, default: bool = False) -> bool:
     return value.strip().lower() in ("true", "1", "yes")
 
 
-def _json(data: Any, status: int = 200):
-    from aiohttp import web
-
-    return web.Response(text=json.dumps(data, ensure_ascii=False), status=status, content_type=CONTENT_TYPE)
+def _json(data: Any, status: int = 200) -> Response:
+    return Response(json.dumps(data, ensure_ascii=False), status, CONTENT_TYPE)
 
 
 def _error(exc: errors.RegistryError):
@@ -68,26 +67,20 @@ class Api:
     # -- plumbing -----------------------------------------------------------------------------
 
     def middleware(self):
-        from aiohttp import web
-
-        @web.middleware
         async def handle(request, handler):
             started = time.perf_counter()
-            route = request.match_info.route.resource.canonical if request.match_info.route.resource else "-"
             try:
                 response = await handler(request)
             except errors.RegistryError as exc:
                 response = _error(exc)
-            except web.HTTPNotFound:
+            except NotFound:
                 response = _error(errors.RegistryError(404, "HTTP 404 Not Found", 404))
-            except web.HTTPMethodNotAllowed:
+            except MethodNotAllowed:
                 response = _error(errors.RegistryError(405, "HTTP 405 Method Not Allowed", 405))
-            except web.HTTPException:
-                raise
             except Exception as exc:  # a bug: answer 500 as Confluent does, keep serving
                 log.error("schema registry: %s %s failed", request.method, request.path, exc_info=True)
                 response = _error(errors.RegistryError(50001, f"Error in the backend data store: {exc!r}"))
-            key = (f"{request.method} {route}", response.status)
+            key = (f"{request.method} {request.route}", response.status)
             self.stats[key] = self.stats.get(key, 0) + 1
             self.latency.setdefault(key[0], []).append(time.perf_counter() - started)
             if len(self.latency[key[0]]) > 4096:
@@ -215,10 +208,8 @@ class Api:
                                        _flag(request, "deleted"))
         return self._raw(self.registry.formatted(v, request.query.get("format")))
 
-    def _raw(self, text: str):
-        from aiohttp import web
-
-        return web.Response(text=text, content_type=CONTENT_TYPE)
+    def _raw(self, text: str) -> Response:
+        return Response(text, 200, CONTENT_TYPE)
 
     async def delete_version(self, request):
         return _json(self.registry.delete_version(request.match_info["subject"], request.match_info["version"],
@@ -268,10 +259,8 @@ class Api:
 
 
 def build_app(registry: Registry, *, middlewares: list | None = None, max_body: int = 16 * 1024 * 1024):
-    """The aiohttp application of the registry (also used by the unit tests without a broker)."""
-    from aiohttp import web
-
+    """The registry's application (``http.App``; also served by the unit tests without a broker)."""
     api = Api(registry)
-    app = web.Application(middlewares=[*(middlewares or []), api.middleware()], client_max_size=max_body)
+    app = App(middlewares=[api.middleware(), *(middlewares or [])], max_body=max_body)
     api.routes(app)
     return app, api

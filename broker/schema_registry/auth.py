@@ -48,15 +48,12 @@ def check_password(broker, user: str, password: str) -> bool:
 
 
 def basic_auth_middleware(broker):
-    from aiohttp import web
-
     from .api import _error
 
     cache: dict[str, bool] = {}  # header -> verdict; SCRAM keys cost a PBKDF2 each
 
-    @web.middleware
     async def authenticate(request, handler):
-        header = request.headers.get("Authorization", "")
+        header = request.headers.get("authorization", "")
         ok = cache.get(header)
         if ok is None:
             ok = False

@@ -18,12 +18,12 @@ def _pretty(text: str) -> list[str]:
 
 
 def _page(title: str, body: str):
-    from aiohttp import web
+    from .http import Response
 
-    return web.Response(text=f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+    return Response(f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
                              "<style>body{font-family:sans-serif}td,th{padding:2px 8px}.diff_add{background:#cfc}"
                              ".diff_sub{background:#fcc}.diff_chg{background:#ffc}</style></head><body>"
-                             f"<h1>{html.escape(title)}</h1>{body}</body></html>", content_type="text/html")
+                             f"<h1>{html.escape(title)}</h1>{body}</body></html>", 200, "text/html; charset=utf-8")
 
 
 def diff_rows(old: str, new: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 ``Broker.start`` calls ``start(broker)`` only when ``schema.registry.listeners`` is set (and imports
 this package only then).  The registry opens (creating ``_schemas`` on first start), replays the
-topic, and serves the REST API of ``api.py`` on each listener, on the broker's event loop.
+topic, and serves the REST API of ``api.py`` on each listener (``http.py``), on the broker's event loop.
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ class SchemaRegistryServer:
         self.api = None
         self.ports: list[int] = []
         self.urls: list[str] = []
-        self._runner = None
+        self._http = None
         self.started_in_s = 0.0
 
     async def start(self) -> None:
-        from aiohttp import web
+        from .http import HttpServer
 
         started = time.perf_counter()
         topic = self.broker.config.get("schema.registry.topic")
@@ -59,17 +59,14 @@ class SchemaRegistryServer:
         from .console import setup as console_setup
 
         console_setup(app, self)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
+        self._http = HttpServer(app)
         for scheme, host, port in self.listeners:
             ssl_context = None
             if scheme == "https":
                 from .auth import tls_context
 
                 ssl_context = tls_context(self.broker.config)
-            site = web.TCPSite(self._runner, host=host, port=port, reuse_address=True, ssl_context=ssl_context)
-            await site.start()
-            bound = site._server.sockets[0].getsockname()[1]  # aiohttp keeps the server private
+            bound = await self._http.start(host, port, ssl_context)
             self.ports.append(bound)
             shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
             self.urls.append(f"{scheme}://{shown}:{bound}")
@@ -86,9 +83,9 @@ class SchemaRegistryServer:
         return self.urls[0] if self.urls else None
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._http is not None:
+            await self._http.stop()
+            self._http = None
 
 
 async def start(broker) -> SchemaRegistryServer:

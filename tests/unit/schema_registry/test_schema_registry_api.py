@@ -3,10 +3,11 @@ answers, error codes and content type."""
 
 import json
 
+import aiohttp
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
 
 from minikafka.broker.schema_registry.api import CONTENT_TYPE, build_app
+from minikafka.broker.schema_registry.http import HttpServer
 from minikafka.broker.schema_registry.store import MemorySchemasLog, Registry
 
 REC_V1 = {"type": "record", "name": "User", "namespace": "com.example",
@@ -19,17 +20,33 @@ def avro(schema) -> dict:
     return {"schema": json.dumps(schema)}
 
 
+class Client:
+    """aiohttp's client against the registry's own HTTP server on a free loopback port."""
+
+    def __init__(self, session: aiohttp.ClientSession, base: str) -> None:
+        self.session = session
+        self.base = base
+
+    def request(self, method, path, **kwargs):
+        return self.session.request(method, self.base + path, **kwargs)
+
+    def post(self, path, **kwargs):
+        return self.request("POST", path, **kwargs)
+
+
 @pytest.fixture
 async def sr():
     log_ = MemorySchemasLog()
     app, _api = build_app(Registry(log_))
-    client = TestClient(TestServer(app))
-    await client.start_server()
-    client.log = log_
-    try:
-        yield client
-    finally:
-        await client.close()
+    server = HttpServer(app)
+    port = await server.start("127.0.0.1", 0)
+    async with aiohttp.ClientSession() as session:
+        client = Client(session, f"http://127.0.0.1:{port}")
+        client.log = log_
+        try:
+            yield client
+        finally:
+            await server.stop()
 
 
 async def call(client, method, path, body=None, status=200):
@@ -320,3 +337,10 @@ async def test_json_and_protobuf_schemas_round_trip(sr):
     assert again["version"] == 1
     text = await call(sr, "GET", f"/subjects/p2/versions/1")
     assert "message M" in text["schema"]
+
+
+async def test_subject_names_with_a_slash_percent_encoded(sr):
+    reg = await call(sr, "POST", "/subjects/team%2Forders-value/versions", avro(REC_V1))
+    assert reg["subject"] == "team/orders-value"
+    assert await call(sr, "GET", "/subjects") == ["team/orders-value"]
+    assert (await call(sr, "GET", "/subjects/team%2Forders-value/versions/1"))["id"] == reg["id"]

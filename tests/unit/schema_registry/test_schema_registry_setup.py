@@ -23,7 +23,7 @@ async def main():
     broker = Broker(config)
     await broker.start()
     loaded = sorted(m for m in sys.modules if m.startswith("minikafka.broker.schema_registry")
-                    or m.split(".")[0] in ("avro", "jsonschema", "proto_schema_parser"))
+                    or m.split(".")[0] in ("avro", "jsonschema", "proto_schema_parser", "aiohttp"))
     print(broker.schema_registry is not None, ",".join(loaded))
     await broker.stop()
 asyncio.run(main())
@@ -47,7 +47,8 @@ def test_on_it_loads_no_schema_parser_until_a_schema_arrives():
     running, modules = _probe("http://127.0.0.1:0")
     assert running == "True"
     assert "minikafka.broker.schema_registry.server" in modules
-    assert not [m for m in modules if m.split(".")[0] in ("avro", "jsonschema", "proto_schema_parser")]
+    # Neither a schema parser nor aiohttp (the registry has its own small HTTP server).
+    assert not [m for m in modules if m.split(".")[0] in ("avro", "jsonschema", "proto_schema_parser", "aiohttp")]
 
 
 def test_listeners_parse():
