@@ -3,6 +3,9 @@ consume throughput with confluent-kafka's Avro serializer against the registry b
 
     .venv/bin/python bench/schema_registry.py [--rounds 5] [--records 20000]
 
+(``PYTHONDONTWRITEBYTECODE=1`` in the environment makes every import compile its source: unset it,
+as an installed package has its bytecode, or the start figures measure the compiler.)
+
 1. start: ``python -m minikafka serve --port 0`` without and with ``schema.registry.listeners``,
    alternated, ``--rounds`` times each: time from spawn to the ready line, RSS (VmRSS) one second
    after it, and the registry's own start time as it logs it ("started in X ms").
@@ -112,8 +115,10 @@ def rss():
         return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) / 1024
 async def main():
     http = sys.argv[1] == "1"
+    data_dir = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp()
+    fill = int(sys.argv[3]) if len(sys.argv) > 3 else 0
     overrides = {"http.port": "0"} if http else {}
-    config = BrokerConfig.load(environ={}, fields={"port": 0, "data_dir": tempfile.mkdtemp()}, overrides=overrides)
+    config = BrokerConfig.load(environ={}, fields={"port": 0, "data_dir": data_dir}, overrides=overrides)
     broker = Broker(config)
     await broker.start()
     await asyncio.sleep(0.3)
@@ -126,25 +131,34 @@ async def main():
     elapsed = time.perf_counter() - t0
     await asyncio.sleep(0.3)
     gc.collect()
-    print(json.dumps({"ms": elapsed * 1000, "mb": rss() - before}))
+    registry = broker.schema_registry.registry
+    for i in range(fill):  # leave records for the next start to replay
+        registry.register(f"fill-{i}", {"schema": json.dumps({"type": "record", "name": f"F{i}", "fields": []})})
+    print(json.dumps({"ms": elapsed * 1000, "mb": rss() - before, "subjects": len(registry.state.subjects)}))
     await broker.stop()
 asyncio.run(main())
 """
 
 
-def bench_inprocess(rounds: int) -> None:
-    """The registry's own cost inside a started broker: import + start (first start: creates _schemas)."""
+def bench_inprocess(rounds: int, fill: int = 200) -> None:
+    """The registry's own cost inside a started broker: import + start, on a first start (creates
+    ``_schemas``) and on a restart that replays ``fill`` registrations."""
     for http in (False, True):
-        results = []
+        first, again = [], []
         for _ in range(rounds):
-            out = subprocess.run([sys.executable, "-c", INPROCESS, "1" if http else "0"], capture_output=True,
-                                 text=True, timeout=120, cwd=REPO)
-            results.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        ms = statistics.median(r["ms"] for r in results)
-        mb = statistics.median(r["mb"] for r in results)
-        print(f"in a started broker ({'HTTP server on, aiohttp loaded' if http else 'no HTTP server: aiohttp imported by the registry'}): "
-              f"import + start median {ms:.1f} ms (min {min(r['ms'] for r in results):.1f}), RSS +{mb:.1f} MB "
-              f"(median of {rounds})")
+            data = tempfile.mkdtemp(prefix="bench-sr-")
+            run = lambda *extra: json.loads(subprocess.run(  # noqa: E731
+                [sys.executable, "-c", INPROCESS, "1" if http else "0", data, *extra], capture_output=True,
+                text=True, timeout=300, cwd=REPO).stdout.strip().splitlines()[-1])
+            first.append(run(str(fill)))
+            again.append(run())
+        label = "HTTP server on" if http else "no HTTP server"
+        for name, results in (("first start (creates _schemas)", first),
+                              (f"restart (replays {fill} registrations)", again)):
+            ms = statistics.median(r["ms"] for r in results)
+            mb = statistics.median(r["mb"] for r in results)
+            print(f"in a started broker, {label}, {name}: import + start median {ms:.1f} ms "
+                  f"(min {min(r['ms'] for r in results):.1f}), RSS +{mb:.1f} MB (median of {rounds})")
 
 
 def _pct(values: list[float], p: float) -> float:

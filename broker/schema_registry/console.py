@@ -5,7 +5,6 @@ shows a subject's versions (id, type, soft-deleted) and the diff between two ver
 
 from __future__ import annotations
 
-import difflib
 import html
 import json
 
@@ -27,7 +26,9 @@ def _page(title: str, body: str):
 
 
 def diff_rows(old: str, new: str) -> list[str]:
-    """A unified diff of two schemas, pretty-printed first (also used by the CLI)."""
+    """A unified diff of two schemas, pretty-printed first."""
+    import difflib
+
     return list(difflib.unified_diff(_pretty(old), _pretty(new), "old", "new", lineterm=""))
 
 

@@ -14,13 +14,14 @@ between a check and its append, so the registry is its own single writer.  Error
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Protocol
 
-from . import compat, errors, formats, records
+from . import errors, records
+
+if TYPE_CHECKING:  # parsing and compatibility are imported when the first schema arrives
+    from . import formats
 
 log = logging.getLogger("minikafka.schema_registry")
 
@@ -31,17 +32,22 @@ CONFIG_FIELDS = ("alias", "normalize", "validateFields", "validateRules", "compa
                  "overrideMetadata", "defaultRuleSet", "overrideRuleSet")
 
 
-@dataclass
 class Version:
-    subject: str
-    version: int
-    schema_id: int
-    schema_type: str
-    schema: str
-    references: list = field(default_factory=list)
-    metadata: dict | None = None
-    rule_set: dict | None = None
-    deleted: bool = False
+    """One version of a subject (a plain class: a dataclass costs milliseconds at import)."""
+
+    __slots__ = ("subject", "version", "schema_id", "schema_type", "schema", "references", "metadata", "rule_set",
+                 "deleted")
+
+    def __init__(self, subject: str, version: int, schema_id: int, schema_type: str, schema: str,
+                 references: list | None = None, metadata: dict | None = None, rule_set: dict | None = None,
+                 deleted: bool = False) -> None:
+        self.subject, self.version, self.schema_id = subject, version, schema_id
+        self.schema_type, self.schema = schema_type, schema
+        self.references = references if references is not None else []
+        self.metadata, self.rule_set, self.deleted = metadata, rule_set, deleted
+
+    def __repr__(self) -> str:
+        return f"Version({self.subject!r}, {self.version}, id={self.schema_id}, deleted={self.deleted})"
 
     @property
     def content_key(self) -> tuple:
@@ -55,6 +61,8 @@ def content_key(schema_type: str, schema: str, references: list) -> tuple:
 
 def guid_of(key: tuple) -> str:
     """A stable GUID for a schema's content (the same on every restart), shaped as a UUID."""
+    import hashlib  # not at import: the registry's start should not pay for it
+
     h = hashlib.sha1(json.dumps(key).encode()).hexdigest()
     return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{'89ab'[int(h[16], 16) % 4]}{h[17:20]}-{h[20:32]}"
 
@@ -187,7 +195,7 @@ class Registry:
         self.log = log_
         self.state = RegistryState()
         self.offset = 0
-        self._parsed: dict[tuple, formats.Parsed] = {}
+        self._parsed: dict = {}  # content key -> formats.Parsed
         self.metrics = metrics
         self.catch_up()
 
@@ -220,7 +228,7 @@ class Registry:
 
     # -- parsing ------------------------------------------------------------------------------
 
-    def _resolve_references(self, references: list, depth: int = 0) -> dict[str, formats.Parsed]:
+    def _resolve_references(self, references: list, depth: int = 0) -> "dict[str, formats.Parsed]":
         if depth > 32:
             raise errors.invalid_schema("references nest too deeply")
         out = {}
@@ -240,7 +248,9 @@ class Registry:
             out[ref["name"]] = self._parse_version(target, depth + 1)
         return out
 
-    def _parse_version(self, v: Version, depth: int = 0) -> formats.Parsed:
+    def _parse_version(self, v: Version, depth: int = 0) -> "formats.Parsed":
+        from . import formats
+
         key = v.content_key
         parsed = self._parsed.get(key)
         if parsed is None:
@@ -248,7 +258,9 @@ class Registry:
             self._parsed[key] = parsed
         return parsed
 
-    def parse_request(self, body: Any) -> tuple[str, formats.Parsed, list, dict | None, dict | None]:
+    def parse_request(self, body: Any) -> "tuple[str, formats.Parsed, list, dict | None, dict | None]":
+        from . import formats
+
         if not isinstance(body, dict):
             raise errors.invalid_request("the body must be a JSON object")
         schema_type = body.get("schemaType") or "AVRO"
@@ -302,7 +314,9 @@ class Registry:
         config = dict(self.state.configs.get(subject, {}))
         level = body.get("compatibility", body.get("compatibilityLevel"))
         if level is not None:
-            if str(level).upper() not in compat.LEVELS:
+            from .compat import LEVELS
+
+            if str(level).upper() not in LEVELS:
                 raise errors.invalid_compatibility_level(level)
             config["compatibilityLevel"] = str(level).upper()
         for name in CONFIG_FIELDS:
@@ -494,10 +508,10 @@ class Registry:
 
     # -- register and look up -----------------------------------------------------------------
 
-    def _stored_form(self, parsed: formats.Parsed, normalize: bool) -> str:
+    def _stored_form(self, parsed: "formats.Parsed", normalize: bool) -> str:
         return parsed.normalized() if normalize else parsed.canonical
 
-    def _match_in_subject(self, subject: str, schema_type: str, parsed: formats.Parsed, references: list,
+    def _match_in_subject(self, subject: str, schema_type: str, parsed: "formats.Parsed", references: list,
                           normalize: bool, deleted: bool) -> Version | None:
         wanted = content_key(schema_type, self._stored_form(parsed, normalize), references)
         candidates = [v for v in self.state.all_versions(subject) if deleted or not v.deleted]
@@ -557,6 +571,8 @@ class Registry:
         else:
             if requested_id is not None and requested_id != self.state.id_of_content.get(key):
                 raise errors.operation_not_permitted(f"Subject {subject} is not in import mode")
+            from . import compat
+
             level = self.compatibility_of(subject)
             previous = [(v.version, self._parse_version(v)) for v in self.state.live_versions(subject)]
             messages = compat.check(level, parsed, previous)
@@ -597,6 +613,8 @@ class Registry:
             v = self.find_version(subject, version_text)
             previous = [(v.version, self._parse_version(v))]
             level = level.replace("_TRANSITIVE", "")
+        from . import compat
+
         messages = compat.check(level, parsed, previous)
         answer: dict[str, Any] = {"is_compatible": not messages}
         if verbose:
