@@ -391,8 +391,16 @@ class Registry:
                 out.append(subject)
         return out
 
+    def aliased(self, subject: str) -> str:
+        """The subject reads go to: a subject's ``alias`` config names another subject (one hop, as
+        Confluent), e.g. ``orders-value`` -> ``shared-order``, so that clients using TopicNameStrategy
+        read a schema kept under another name."""
+        alias = self.state.configs.get(subject, {}).get("alias")
+        return alias if isinstance(alias, str) and alias else subject
+
     def versions(self, subject: str, deleted: bool = False, deleted_only: bool = False) -> list[int]:
         self.catch_up()
+        subject = self.aliased(subject)
         versions = self.state.all_versions(subject)
         if not versions or (not deleted and not deleted_only and not any(not v.deleted for v in versions)):
             raise errors.subject_not_found(subject)
@@ -402,6 +410,7 @@ class Registry:
 
     def find_version(self, subject: str, version_text: Any, deleted: bool = False) -> Version:
         self.catch_up()
+        subject = self.aliased(subject)
         number = _parse_version(version_text)
         versions = self.state.subjects.get(subject)
         if not versions:
@@ -497,6 +506,7 @@ class Registry:
 
     def latest_with_metadata(self, subject: str, wanted: dict[str, str], deleted: bool = False) -> Version:
         self.catch_up()
+        subject = self.aliased(subject)
         candidates = [v for v in self.state.all_versions(subject) if deleted or not v.deleted]
         if not candidates:
             raise errors.subject_not_found(subject)
@@ -531,6 +541,7 @@ class Registry:
 
     def lookup(self, subject: str, body: Any, normalize: bool = False, deleted: bool = False) -> dict:
         self.catch_up()
+        subject = self.aliased(subject)
         if not self.state.subjects.get(subject) or (
                 not deleted and not self.state.live_versions(subject)):
             raise errors.subject_not_found(subject)

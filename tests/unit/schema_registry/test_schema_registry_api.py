@@ -344,3 +344,13 @@ async def test_subject_names_with_a_slash_percent_encoded(sr):
     assert reg["subject"] == "team/orders-value"
     assert await call(sr, "GET", "/subjects") == ["team/orders-value"]
     assert (await call(sr, "GET", "/subjects/team%2Forders-value/versions/1"))["id"] == reg["id"]
+
+
+async def test_alias_config_redirects_reads(sr):
+    reg = await call(sr, "POST", "/subjects/shared-user/versions", avro(REC_V1))
+    await call(sr, "PUT", "/config/users-value", {"alias": "shared-user"})
+    latest = await call(sr, "GET", "/subjects/users-value/versions/latest")
+    assert (latest["subject"], latest["id"]) == ("shared-user", reg["id"])
+    assert await call(sr, "GET", "/subjects/users-value/versions") == [1]
+    found = await call(sr, "POST", "/subjects/users-value", avro(REC_V1))
+    assert found["id"] == reg["id"]
