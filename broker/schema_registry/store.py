@@ -585,7 +585,7 @@ class Registry:
             from . import compat
 
             level = self.compatibility_of(subject)
-            previous = [(v.version, self._parse_version(v)) for v in self.state.live_versions(subject)]
+            previous = [(v.version, self._parse_version(v)) for v in self._compared(subject, metadata)]
             messages = compat.check(level, parsed, previous)
             if messages:
                 if self.metrics is not None:
@@ -609,13 +609,27 @@ class Registry:
 
     # -- compatibility ------------------------------------------------------------------------
 
+    def _compared(self, subject: str, metadata: dict | None) -> list[Version]:
+        """The live versions a new schema is checked against: with a ``compatibilityGroup`` config
+        (a metadata property name), only those whose property has the new schema's value."""
+        group = None
+        for key in (subject, None):
+            group = self.state.configs.get(key, {}).get("compatibilityGroup")
+            if group:
+                break
+        live = self.state.live_versions(subject)
+        if not group:
+            return live
+        wanted = ((metadata or {}).get("properties") or {}).get(group)
+        return [v for v in live if ((v.metadata or {}).get("properties") or {}).get(group) == wanted]
+
     def check_compatibility(self, subject: str, version_text: Any | None, body: Any, normalize: bool = False,
                             verbose: bool = False) -> dict:
         self.catch_up()
-        schema_type, parsed, references, _m, _r = self.parse_request(body)
+        schema_type, parsed, references, metadata, _r = self.parse_request(body)
         level = self.compatibility_of(subject)
         if version_text is None:
-            previous = [(v.version, self._parse_version(v)) for v in self.state.live_versions(subject)]
+            previous = [(v.version, self._parse_version(v)) for v in self._compared(subject, metadata)]
         else:
             if not self.state.live_versions(subject):
                 if str(version_text).lower() == "latest":

@@ -354,3 +354,15 @@ async def test_alias_config_redirects_reads(sr):
     assert await call(sr, "GET", "/subjects/users-value/versions") == [1]
     found = await call(sr, "POST", "/subjects/users-value", avro(REC_V1))
     assert found["id"] == reg["id"]
+
+
+async def test_compatibility_group_checks_only_the_same_group(sr):
+    await call(sr, "PUT", "/config/g", {"compatibilityGroup": "major"})
+    one = {"properties": {"major": "1"}}
+    two = {"properties": {"major": "2"}}
+    await call(sr, "POST", "/subjects/g/versions", {**avro(REC_V1), "metadata": one})
+    # Incompatible with group 1's schema, but alone in group 2.
+    reg = await call(sr, "POST", "/subjects/g/versions", {**avro(REC_BAD), "metadata": two})
+    assert reg["version"] == 2
+    refused = await call(sr, "POST", "/subjects/g/versions", {**avro(REC_BAD), "metadata": one}, status=409)
+    assert refused["error_code"] == 409
