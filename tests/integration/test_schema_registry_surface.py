@@ -122,6 +122,8 @@ def test_basic_auth_against_scram_and_plain_users(tmp_path):
 
         client = SchemaRegistryClient({"url": b.schema_registry_url, "basic.auth.user.info": "alice:alice-secret"})
         assert client.register_schema("auth-subject", Schema(json.dumps(V1), "AVRO")) >= 1
+        assert main(["schema", "list", "--url", b.schema_registry_url, "--user", "bob:bob-secret"]) == 0
+        assert main(["schema", "list", "--url", b.schema_registry_url, "--user", "bob:nope"]) == 1
 
 
 def test_tls_listener_uses_the_broker_pem_settings(tmp_path):
@@ -141,3 +143,4 @@ def test_tls_listener_uses_the_broker_pem_settings(tmp_path):
 
         client = SchemaRegistryClient({"url": b.schema_registry_url, "ssl.ca.location": str(paths["ca"])})
         assert client.register_schema("tls-subject", Schema(json.dumps(V1), "AVRO")) >= 1
+        assert main(["schema", "get", "tls-subject", "--url", b.schema_registry_url, "--ca", str(paths["ca"])]) == 0
