@@ -3,7 +3,10 @@
 The diff walks the old schema (``original``, the writer) and the new one (``update``, the reader)
 together and names every difference; ``RULES`` says for each difference type whether it keeps
 the update able to validate everything the original did (compatible) or not.  A check is
-incompatible when any difference is.  ``$ref`` inside a schema (``#/definitions/..``, ``#/$defs/..``)
+incompatible when any difference is.  Covered: types, enums, string/number/array/object bounds
+(exclusive ones apart), ``multipleOf``, patterns, ``uniqueItems``, properties against open/closed
+content models (and ``additionalProperties`` schemas), required, tuple ``items`` against
+``additionalItems``, ``dependencies`` (arrays and schemas), oneOf/anyOf/allOf.  ``$ref`` inside a schema (``#/definitions/..``, ``#/$defs/..``)
 and to references (by name) are followed, with a guard against cycles.
 """
 
@@ -44,13 +47,24 @@ RULES: dict[str, bool] = {
     "SUM_TYPE_EXTENDED": True, "SUM_TYPE_NARROWED": False,
     "PRODUCT_TYPE_EXTENDED": False, "PRODUCT_TYPE_NARROWED": True,
     "COMBINED_TYPE_CHANGED": False,
+    "EXCLUSIVE_MAXIMUM_ADDED": False, "EXCLUSIVE_MAXIMUM_DECREASED": False, "EXCLUSIVE_MAXIMUM_INCREASED": True,
+    "EXCLUSIVE_MAXIMUM_REMOVED": True,
+    "EXCLUSIVE_MINIMUM_ADDED": False, "EXCLUSIVE_MINIMUM_INCREASED": False, "EXCLUSIVE_MINIMUM_DECREASED": True,
+    "EXCLUSIVE_MINIMUM_REMOVED": True,
+    "MULTIPLE_OF_ADDED": False, "MULTIPLE_OF_EXPANDED": False, "MULTIPLE_OF_REDUCED": True,
+    "MULTIPLE_OF_CHANGED": False, "MULTIPLE_OF_REMOVED": True,
+    "ITEM_ADDED_TO_OPEN_CONTENT_MODEL": False, "ITEM_ADDED_TO_CLOSED_CONTENT_MODEL": True,
+    "ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL": True, "ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL": False,
+    "DEPENDENCY_ARRAY_ADDED": False, "DEPENDENCY_ARRAY_REMOVED": True, "DEPENDENCY_ARRAY_EXTENDED": False,
+    "DEPENDENCY_ARRAY_NARROWED": True, "DEPENDENCY_ARRAY_CHANGED": False,
+    "DEPENDENCY_SCHEMA_ADDED": False, "DEPENDENCY_SCHEMA_REMOVED": True,
 }
 
 # Bounds: keyword -> (difference prefix, True when a larger value is more permissive)
 BOUNDS = {
     "maxLength": ("MAX_LENGTH", True), "minLength": ("MIN_LENGTH", False),
     "maximum": ("MAXIMUM", True), "minimum": ("MINIMUM", False),
-    "exclusiveMaximum": ("MAXIMUM", True), "exclusiveMinimum": ("MINIMUM", False),
+    "exclusiveMaximum": ("EXCLUSIVE_MAXIMUM", True), "exclusiveMinimum": ("EXCLUSIVE_MINIMUM", False),
     "maxItems": ("MAX_ITEMS", True), "minItems": ("MIN_ITEMS", False),
     "maxProperties": ("MAX_PROPERTIES", True), "minProperties": ("MIN_PROPERTIES", False),
 }
@@ -123,11 +137,15 @@ class _Diff:
                 out.append(("UNIQUE_ITEMS_ADDED", path))
             elif original.get("uniqueItems"):
                 out.append(("UNIQUE_ITEMS_REMOVED", path))
+        self._multiple_of(original.get("multipleOf"), update.get("multipleOf"), path, out)
         self._combined(original, update, path, out)
         self._object(original, update, path, out)
+        self._dependencies(original.get("dependencies") or {}, update.get("dependencies") or {}, path, out)
         if "items" in original or "items" in update:
             o_items, u_items = original.get("items", {}), update.get("items", {})
-            if isinstance(o_items, dict) and isinstance(u_items, dict):
+            if isinstance(o_items, list) or isinstance(u_items, list):
+                self._tuple(original, update, path, out)
+            elif isinstance(o_items, (dict, bool)) and isinstance(u_items, (dict, bool)):
                 self.compare(o_items, u_items, path + "items/", out)
 
     @staticmethod
@@ -179,6 +197,59 @@ class _Diff:
             out.append((f"{prefix}_DECREASED" if u < o else f"{prefix}_INCREASED", path))
 
     @staticmethod
+    def _multiple_of(o, u, path, out) -> None:
+        if o == u or isinstance(o, bool) or isinstance(u, bool):
+            return
+        if o is None:
+            out.append(("MULTIPLE_OF_ADDED", path))
+        elif u is None:
+            out.append(("MULTIPLE_OF_REMOVED", path))
+        elif u % o == 0:
+            out.append(("MULTIPLE_OF_EXPANDED", path))  # every accepted value was accepted before: fewer
+        elif o % u == 0:
+            out.append(("MULTIPLE_OF_REDUCED", path))
+        else:
+            out.append(("MULTIPLE_OF_CHANGED", path))
+
+    def _tuple(self, original, update, path, out) -> None:
+        o_items = original.get("items") if isinstance(original.get("items"), list) else []
+        u_items = update.get("items") if isinstance(update.get("items"), list) else []
+        o_open = original.get("additionalItems", True) is not False
+        u_open = update.get("additionalItems", True) is not False
+        for i, (ob, ub) in enumerate(zip(o_items, u_items)):
+            self.compare(ob, ub, f"{path}items/{i}/", out)
+        for i in range(len(o_items), len(u_items)):
+            out.append(("ITEM_ADDED_TO_OPEN_CONTENT_MODEL" if o_open else "ITEM_ADDED_TO_CLOSED_CONTENT_MODEL",
+                        f"{path}items/{i}/"))
+        for i in range(len(u_items), len(o_items)):
+            out.append(("ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL" if u_open else "ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL",
+                        f"{path}items/{i}/"))
+
+    def _dependencies(self, o: dict, u: dict, path, out) -> None:
+        for name in sorted(o.keys() | u.keys()):
+            ov, uv = o.get(name), u.get(name)
+            where = f"{path}dependencies/{name}/"
+            if ov == uv:
+                continue
+            if isinstance(ov, list) or isinstance(uv, list):
+                if ov is None:
+                    out.append(("DEPENDENCY_ARRAY_ADDED", where))
+                elif uv is None:
+                    out.append(("DEPENDENCY_ARRAY_REMOVED", where))
+                elif set(ov) < set(uv):
+                    out.append(("DEPENDENCY_ARRAY_EXTENDED", where))
+                elif set(uv) < set(ov):
+                    out.append(("DEPENDENCY_ARRAY_NARROWED", where))
+                else:
+                    out.append(("DEPENDENCY_ARRAY_CHANGED", where))
+            elif ov is None:
+                out.append(("DEPENDENCY_SCHEMA_ADDED", where))
+            elif uv is None:
+                out.append(("DEPENDENCY_SCHEMA_REMOVED", where))
+            else:
+                self.compare(ov, uv, where, out)
+
+    @staticmethod
     def _pattern(original, update, path, out) -> None:
         o, u = original.get("pattern"), update.get("pattern")
         if o == u:
@@ -212,6 +283,11 @@ class _Diff:
             out.append(("ADDITIONAL_PROPERTIES_ADDED", path))
         elif u_open and not o_open:
             out.append(("ADDITIONAL_PROPERTIES_REMOVED", path))
+        o_extra, u_extra = original.get("additionalProperties"), update.get("additionalProperties")
+        if isinstance(o_extra, dict) or isinstance(u_extra, dict):  # a partially open content model
+            if o_open and u_open:
+                self.compare(o_extra if isinstance(o_extra, dict) else {}, u_extra if isinstance(u_extra, dict) else {},
+                             path + "additionalProperties/", out)
         o_req, u_req = set(original.get("required", [])), set(update.get("required", []))
         for name, schema in u_props.items():
             where = f"{path}properties/{name}/"

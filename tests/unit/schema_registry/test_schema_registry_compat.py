@@ -184,6 +184,31 @@ JSON_CASES = {
     "PRODUCT_TYPE_NARROWED": ({"allOf": [{"type": "string"}, {"minLength": 1}]}, {"allOf": [{"type": "string"}]}),
     "COMBINED_TYPE_CHANGED": ({"oneOf": [{"type": "string"}]}, {"anyOf": [{"type": "string"}]}),
 }
+JSON_CASES.update({
+    "MULTIPLE_OF_ADDED": ({"type": "integer"}, {"type": "integer", "multipleOf": 2}),
+    "MULTIPLE_OF_REMOVED": ({"type": "integer", "multipleOf": 2}, {"type": "integer"}),
+    "MULTIPLE_OF_EXPANDED": ({"multipleOf": 2}, {"multipleOf": 4}),
+    "MULTIPLE_OF_REDUCED": ({"multipleOf": 4}, {"multipleOf": 2}),
+    "MULTIPLE_OF_CHANGED": ({"multipleOf": 2}, {"multipleOf": 3}),
+    "ITEM_ADDED_TO_OPEN_CONTENT_MODEL": ({"items": [{"type": "string"}]},
+                                         {"items": [{"type": "string"}, {"type": "integer"}]}),
+    "ITEM_ADDED_TO_CLOSED_CONTENT_MODEL": ({"items": [{"type": "string"}], "additionalItems": False},
+                                           {"items": [{"type": "string"}, {"type": "integer"}],
+                                            "additionalItems": False}),
+    "ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL": ({"items": [{"type": "string"}, {"type": "integer"}]},
+                                             {"items": [{"type": "string"}]}),
+    "ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL": ({"items": [{"type": "string"}, {"type": "integer"}],
+                                               "additionalItems": False},
+                                              {"items": [{"type": "string"}], "additionalItems": False}),
+    "DEPENDENCY_ARRAY_ADDED": ({"type": "object"}, {"type": "object", "dependencies": {"a": ["b"]}}),
+    "DEPENDENCY_ARRAY_REMOVED": ({"type": "object", "dependencies": {"a": ["b"]}}, {"type": "object"}),
+    "DEPENDENCY_ARRAY_EXTENDED": ({"dependencies": {"a": ["b"]}}, {"dependencies": {"a": ["b", "c"]}}),
+    "DEPENDENCY_ARRAY_NARROWED": ({"dependencies": {"a": ["b", "c"]}}, {"dependencies": {"a": ["b"]}}),
+    "DEPENDENCY_ARRAY_CHANGED": ({"dependencies": {"a": ["b"]}}, {"dependencies": {"a": ["c"]}}),
+    "DEPENDENCY_SCHEMA_ADDED": ({"type": "object"}, {"type": "object", "dependencies": {"a": {"required": ["b"]}}}),
+    "DEPENDENCY_SCHEMA_REMOVED": ({"type": "object", "dependencies": {"a": {"required": ["b"]}}},
+                                  {"type": "object"}),
+})
 for _keyword, (_prefix, _wider) in json_rules.BOUNDS.items():
     small, big = 1, 5
     lo, hi = (small, big) if _wider else (big, small)  # lo -> hi is the widening direction
@@ -215,6 +240,13 @@ def test_json_nested_properties_and_refs_are_followed():
               "properties": {"x": {"$ref": "#/definitions/X"}}}
     assert [(k, p) for k, p in json_rules.differences(J(original), J(update))] == \
         [("TYPE_CHANGED", "#/properties/x/")]
+
+
+def test_json_additional_properties_schema_is_compared():
+    original = {"type": "object", "additionalProperties": {"type": ["string", "null"]}}
+    update = {"type": "object", "additionalProperties": {"type": "string"}}
+    assert ("TYPE_NARROWED", "#/additionalProperties/") in json_rules.differences(J(original), J(update))
+    assert compat.check_pair(J(update), J(original)) != []
 
 
 def test_json_identical_schemas_have_no_difference():
