@@ -59,8 +59,9 @@ def _schema_id(text: str) -> int:
 class Api:
     """The routes; ``stats`` counts requests and errors per route for /metrics."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, broker=None) -> None:
         self.registry = registry
+        self.broker = broker  # for /v1/metadata/id (the Kafka cluster id); None in unit tests
         self.stats: dict[tuple[str, int], int] = {}
         self.latency: dict[str, list[float]] = {}
 
@@ -141,8 +142,7 @@ class Api:
                                                          "schema-registry-cluster": "schema-registry"}}})
 
     def registry_cluster_id(self) -> str:
-        broker = getattr(self, "broker", None)
-        return getattr(getattr(broker, "controller", None), "cluster_id", "") or ""
+        return getattr(getattr(self.broker, "controller", None), "cluster_id", "") or ""
 
     async def list_schemas(self, request):
         q = request.query
@@ -258,9 +258,10 @@ class Api:
         return _json(self.registry.delete_mode(request.match_info["subject"]))
 
 
-def build_app(registry: Registry, *, middlewares: list | None = None, max_body: int = 16 * 1024 * 1024):
+def build_app(registry: Registry, *, middlewares: list | None = None, max_body: int = 16 * 1024 * 1024,
+              broker=None):
     """The registry's application (``http.App``; also served by the unit tests without a broker)."""
-    api = Api(registry)
+    api = Api(registry, broker)
     app = App(middlewares=[api.middleware(), *(middlewares or [])], max_body=max_body)
     api.routes(app)
     return app, api

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import json
+from urllib.parse import quote
 
 
 def _pretty(text: str) -> list[str]:
@@ -36,7 +37,7 @@ def setup(app, server) -> None:
     async def index(request):
         registry = server.registry
         rows = "".join(
-            f"<tr><td><a href='/console/subjects/{html.escape(s, quote=True)}'>{html.escape(s)}</a></td>"
+            f"<tr><td><a href='/console/subjects/{html.escape(quote(s, safe=''), quote=True)}'>{html.escape(s)}</a></td>"
             f"<td>{len(registry.state.live_versions(s))}</td></tr>"
             for s in registry.subjects(deleted=True))
         return _page("Schema registry", f"<table><tr><th>subject</th><th>live versions</th></tr>{rows}</table>")

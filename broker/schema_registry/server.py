@@ -54,8 +54,7 @@ class SchemaRegistryServer:
 
             middlewares.append(basic_auth_middleware(self.broker))
         app, self.api = build_app(self.registry, middlewares=middlewares,
-                                  max_body=self.broker.config.get("http.max.request.bytes"))
-        self.api.broker = self.broker
+                                  max_body=self.broker.config.get("http.max.request.bytes"), broker=self.broker)
         from .console import setup as console_setup
 
         console_setup(app, self)
