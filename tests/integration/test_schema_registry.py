@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import threading
 import time
@@ -248,7 +249,6 @@ def test_no_registry_needed(kafka_bootstrap):
 
 
 def test_pytest_plugin_fixture_embedded_and_external(tmp_path):
-    import os
     import subprocess
     import sys
 
@@ -295,6 +295,6 @@ def test_kafkajs_confluent_schema_registry(embedded, tmp_path):
         assert out.returncode == 0, out.stderr
     script = Path(__file__).parent / "js" / "schema_registry_check.js"
     out = subprocess.run([node, str(script), embedded.schema_registry_url], capture_output=True, text=True,
-                         timeout=60, env={**__import__("os").environ, "NODE_PATH": str(prefix / "node_modules")})
+                         timeout=60, env={**os.environ, "NODE_PATH": str(prefix / "node_modules")})
     assert out.returncode == 0, out.stderr
     assert "7/7 ok" in out.stdout, out.stdout
