@@ -204,6 +204,13 @@ class Registry:
     def catch_up(self) -> None:
         """Apply every record not applied yet (ours and any other writer's)."""
         end = self.log.end_offset()
+        if end < self.offset:
+            # The topic was deleted (and maybe created again): what it holds now is the truth.
+            log.warning("_schemas ends at %d, before the %d records applied: replaying it from the start",
+                        end, self.offset)
+            self.state = RegistryState()
+            self.offset = 0
+            self._parsed.clear()
         if end <= self.offset:
             return
         for offset, key, value in self.log.read(self.offset):

@@ -24,6 +24,7 @@ async def main():
     await broker.start()
     loaded = sorted(m for m in sys.modules if m.startswith("minikafka.broker.schema_registry")
                     or m.split(".")[0] in ("avro", "jsonschema", "proto_schema_parser", "aiohttp"))
+    print(broker.controller.topic("_schemas") is not None, file=sys.stderr)
     print(broker.schema_registry is not None, ",".join(loaded))
     await broker.stop()
 asyncio.run(main())
@@ -34,6 +35,8 @@ def _probe(listeners: str) -> tuple[str, list[str]]:
     out = subprocess.run([sys.executable, "-c", PROBE, listeners], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     running, _, modules = out.stdout.strip().rpartition("\n")[2].partition(" ")
+    # _schemas is created by the registry's first write, not by starting it.
+    assert out.stderr.strip().splitlines()[-1] == "False", out.stderr
     return running, [m for m in modules.split(",") if m]
 
 

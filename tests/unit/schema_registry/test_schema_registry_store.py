@@ -77,6 +77,17 @@ def test_records_of_another_writer_are_read_before_each_request():
     assert reg.register("t", {"schema": json.dumps("int")})["id"] == 11
 
 
+def test_a_topic_deleted_under_the_registry_is_replayed_from_scratch():
+    log_ = MemorySchemasLog()
+    reg = Registry(log_)
+    reg.register("s", {"schema": S1})
+    reg.register("t", {"schema": S2})
+    log_.entries.clear()  # an admin deleted _schemas; it is created again by the next write
+    assert reg.subjects() == []
+    again = reg.register("u", {"schema": S1})
+    assert again["version"] == 1 and reg.subjects() == ["u"]
+
+
 def test_undecodable_records_are_skipped():
     log_ = MemorySchemasLog()
     log_.append([(b"garbage", b"{}"), (b'{"keytype":"SCHEMA","subject":"s","version":1,"magic":1}', b"[1]"),
