@@ -10,6 +10,8 @@ PORT   ?= 9092
 DATA   ?= ./data
 # The HTTP port (metrics, health, console); -1 turns it off.
 HTTP_PORT ?= 9644
+# Confluent-compatible Schema Registry served by the broker (issue 23); empty turns it off.
+SCHEMA_REGISTRY ?= http://127.0.0.1:8081
 
 # Stamps make re-runs cheap: pip runs again only when pyproject.toml changes.
 RUN_STAMP  := $(VENV)/.installed-run
@@ -33,7 +35,8 @@ $(TEST_STAMP): pyproject.toml setup.py protocol/_validate.c | $(PY)
 install: $(RUN_STAMP)
 
 run: $(RUN_STAMP)
-	$(PY) -m minikafka serve --host $(HOST) --port $(PORT) --data-dir $(DATA) --override http.port=$(HTTP_PORT)
+	$(PY) -m minikafka serve --host $(HOST) --port $(PORT) --data-dir $(DATA) --override http.port=$(HTTP_PORT) \
+		--override schema.registry.listeners=$(SCHEMA_REGISTRY)
 
 # kcat and a JDK (for the Java client test) come from Debian's packages; the Java client jars
 # from a PyPI wheel.  The script installs only what is missing.

@@ -134,6 +134,8 @@ async def _serve(config: BrokerConfig, loop_name: str, seed_items: list | None =
              *config.advertised)
     if broker.http is not None:
         sys.stdout.write(f"minikafka http on {broker.http.host}:{broker.http.port}\n")
+    if broker.schema_registry is not None:
+        sys.stdout.write(f"minikafka schema registry on {broker.schema_registry.url}\n")
     sys.stdout.write(f"minikafka ready on {bind_host}:{broker.bound_port}\n")
     sys.stdout.flush()
     await stop.wait()

@@ -200,6 +200,14 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
     _s("max.incremental.fetch.session.cache.slots", "int", 1000, "Most incremental fetch sessions kept."),
     _s("fetch.session.eviction.ms", "long", 120000,
        "minikafka: a fetch session unused this long may be evicted for a new one (Kafka fixes 120000)."),
+    # issue 23: the schema registry (broker/schema_registry/), off unless listeners are set.
+    _s("schema.registry.listeners", "list", "",
+       "minikafka: Confluent-compatible Schema Registry listeners, http://host:port or https://host:port "
+       "(TLS from the broker's ssl.keystore.* PEM settings); empty: no registry.", True),
+    _s("schema.registry.authentication.method", "string", "NONE",
+       "minikafka: NONE, or BASIC (HTTP basic auth against the broker's SCRAM and PLAIN users).", True),
+    _s("schema.registry.topic", "string", "_schemas", "minikafka: the compacted topic the registry keeps its state in.",
+       True),
     # Security (issue 12, broker/security/): listeners, TLS, SASL, ACLs.  Each ssl.* / sasl.*
     # setting may also be given per listener as listener.name.<listener>.<setting>.
     _s("listener.security.protocol.map", "string",

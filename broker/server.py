@@ -110,6 +110,7 @@ class Broker:
         self.bound_port: int | None = None
         self.http = None  # broker.http.server.HttpServer when http.port is set
         self.metrics = None  # broker.http.metrics.BrokerMetrics when the HTTP server runs
+        self.schema_registry = None  # broker.schema_registry.server, when schema.registry.listeners is set
         self.started_at = clock()
 
     def now_ms(self) -> int:
@@ -188,6 +189,10 @@ class Broker:
 
             self.http = HttpServer(self)
             await self.http.start()
+        if self.config.get("schema.registry.listeners"):
+            from .schema_registry.server import start as start_schema_registry  # imported only when on
+
+            self.schema_registry = await start_schema_registry(self)
         interval = self.config.get("maintenance.interval.ms") / 1000.0
         self._maintenance = self.loop.create_task(self._maintenance_loop(interval))
 
@@ -254,6 +259,11 @@ class Broker:
         """Stop accepting, end connections, stop modules, flush and mark the logs clean."""
         for server in self._servers:
             server.close()
+        if self.schema_registry is not None:
+            try:
+                await asyncio.wait_for(self.schema_registry.stop(), timeout=1.0)
+            except Exception:
+                log.error("stopping the schema registry failed", exc_info=True)
         if self.http is not None:
             try:
                 await asyncio.wait_for(self.http.stop(), timeout=1.0)

@@ -45,6 +45,7 @@ TEST_DEFAULTS = {"offsets.topic.num.partitions": "5", "transaction.state.log.num
 
 READY = re.compile(r"minikafka ready on (\S+):(\d+)")
 HTTP_READY = re.compile(r"minikafka http on (\S+):(\d+)")
+REGISTRY_READY = re.compile(r"minikafka schema registry on (\S+)")
 
 
 class ControlError(Exception):
@@ -172,7 +173,8 @@ class Broker:
     def __init__(self, *, mode: str = "thread", data_dir: str | os.PathLike | None = None,
                  host: str = "127.0.0.1", port: int = 0, config: dict[str, Any] | None = None,
                  seed: Iterable[dict] | str | os.PathLike | None = None, http_port: int | None = None,
-                 ready_timeout: float = 30.0, log_level: str | None = None) -> None:
+                 ready_timeout: float = 30.0, log_level: str | None = None,
+                 schema_registry: bool = False) -> None:
         if mode not in ("thread", "process"):
             raise ValueError("mode is 'thread' or 'process'")
         self.mode = mode
@@ -182,6 +184,10 @@ class Broker:
         self._temp_dir: str | None = None
         self.settings = dict(TEST_DEFAULTS)
         self.settings.update({k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (config or {}).items()})
+        if schema_registry:
+            # Confluent's Schema Registry API on a free port (issue 23): ``schema_registry_url``.
+            self.settings.setdefault("schema.registry.listeners", "http://127.0.0.1:0")
+        self.schema_registry_url: str | None = None
         self._seed = seed
         self._http_port = http_port
         self.ready_timeout = ready_timeout
@@ -240,6 +246,7 @@ class Broker:
         if self._proc is not None:
             self._stop_process()
         self.bootstrap_servers = None
+        self.schema_registry_url = None
         if self._temp_dir is not None:
             shutil.rmtree(self._temp_dir, ignore_errors=True)
             self._temp_dir = None
@@ -285,6 +292,8 @@ class Broker:
         self.bootstrap_servers = f"{config.advertised[0]}:{broker.bound_port}"
         if broker.http is not None:
             self.http_port = broker.http.port
+        if broker.schema_registry is not None:
+            self.schema_registry_url = broker.schema_registry.url
 
     def _stop_thread(self) -> None:
         loop, broker = self._loop, self._broker
@@ -339,6 +348,9 @@ class Broker:
                 m = HTTP_READY.search(text)
                 if m:
                     self.http_port = int(m.group(2))
+                m = REGISTRY_READY.search(text)
+                if m:
+                    self.schema_registry_url = m.group(1)
                 m = READY.search(text)
                 if m:
                     self.port = int(m.group(2))

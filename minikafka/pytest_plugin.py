@@ -9,6 +9,10 @@ Fixtures (nothing starts unless a test asks for one; no autouse fixtures):
   partitions=3, configs={"cleanup.policy": "compact"})`` sets its partitions and configs.
 * ``kafka_topic_factory``: ``create(partitions=1, configs=None, prefix=None) -> name`` for more.
 * ``kafka_group_id``: a fresh consumer group id.
+* ``schema_registry_url`` (session): the URL of a Confluent-compatible Schema Registry; the
+  embedded broker serves one (``schema.registry.listeners``) when a collected test asks for this
+  fixture.  External mode: ``--schema-registry-url=URL`` (or ``MINIKAFKA_SCHEMA_REGISTRY_URL``);
+  without one those tests are skipped.
 * ``kafka_control``: the control API (faults, clock, waits, seeding; see minikafka.embedded);
   faults and stalls are reset after each test.  ``kafka_control.aio`` has the same methods as
   coroutines for pytest-asyncio tests whose own loop must keep running while they wait.
@@ -29,6 +33,9 @@ import uuid
 import pytest
 
 ENV_BOOTSTRAP = "MINIKAFKA_BOOTSTRAP"
+ENV_REGISTRY = "MINIKAFKA_SCHEMA_REGISTRY_URL"
+SKIP_NO_REGISTRY = ("schema_registry_url: this run uses the external Kafka at {bootstrap} and no schema "
+                    "registry was given (--schema-registry-url / MINIKAFKA_SCHEMA_REGISTRY_URL)")
 SKIP_EXTERNAL = ("kafka_control needs the embedded minikafka broker (faults, clock, waits); "
                  "this run uses the external Kafka at {bootstrap} (--kafka-bootstrap / MINIKAFKA_BOOTSTRAP)")
 
@@ -41,6 +48,9 @@ def pytest_addoption(parser) -> None:
     group.addoption("--minikafka-mode", action="store", default="thread", choices=("thread", "process"),
                     help="run the embedded broker on a thread of the test process (default) or as a "
                          "child process")
+    group.addoption("--schema-registry-url", action="store", default=None, metavar="URL",
+                    help=f"with --kafka-bootstrap: the schema registry the schema_registry_url fixture "
+                         f"gives (env {ENV_REGISTRY})")
     parser.addini("minikafka_config", type="linelist", default=[],
                   help="broker settings for the embedded minikafka, one name=value per line")
     parser.addini("minikafka_seed", type="linelist", default=[],
@@ -54,6 +64,12 @@ def pytest_configure(config) -> None:
                    "kafka_topic fixture's topic")
 
 
+def pytest_collection_modifyitems(session, config, items) -> None:
+    # The embedded broker serves a schema registry only when some test will ask for one.
+    config._minikafka_wants_registry = any("schema_registry_url" in getattr(item, "fixturenames", ())
+                                           for item in items)
+
+
 def _external_bootstrap(config) -> str | None:
     return config.getoption("kafka_bootstrap", None) or os.environ.get(ENV_BOOTSTRAP) or None
 
@@ -65,6 +81,7 @@ class ExternalKafka:
         self.bootstrap_servers = bootstrap_servers
         self.control = None
         self.external = True
+        self.schema_registry_url = None
 
     def create_topic(self, name: str, partitions: int, configs: dict | None) -> None:
         from kafka.admin import KafkaAdminClient, NewTopic
@@ -83,6 +100,7 @@ class EmbeddedKafka:
         self.bootstrap_servers = broker.bootstrap_servers
         self.control = broker.control
         self.external = False
+        self.schema_registry_url = broker.schema_registry_url
 
     def create_topic(self, name: str, partitions: int, configs: dict | None) -> None:
         self.control.create_topic(name, partitions, configs)
@@ -124,7 +142,8 @@ def kafka_broker(request, tmp_path_factory):
 
     broker = Broker(mode=request.config.getoption("minikafka_mode", "thread"),
                     data_dir=tmp_path_factory.mktemp("minikafka"), config=_settings(request.config),
-                    seed=_seed_items(request.config))
+                    seed=_seed_items(request.config),
+                    schema_registry=getattr(request.config, "_minikafka_wants_registry", False))
     broker.start()
     try:
         yield EmbeddedKafka(broker)
@@ -164,6 +183,19 @@ def kafka_topic(kafka_topic_factory, request) -> str:
 @pytest.fixture
 def kafka_group_id(request) -> str:
     return _unique("group", request)
+
+
+@pytest.fixture(scope="session")
+def schema_registry_url(kafka_broker, request) -> str:
+    if kafka_broker.external:
+        url = request.config.getoption("schema_registry_url", None) or os.environ.get(ENV_REGISTRY)
+        if not url:
+            pytest.skip(SKIP_NO_REGISTRY.format(bootstrap=kafka_broker.bootstrap_servers))
+        return url
+    if not kafka_broker.schema_registry_url:
+        pytest.fail("the embedded broker was started without a schema registry (is "
+                    "schema.registry.listeners set to an empty value in minikafka_config?)")
+    return kafka_broker.schema_registry_url
 
 
 @pytest.fixture

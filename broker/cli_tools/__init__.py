@@ -1,4 +1,6 @@
-"""``minikafka topic|produce|consume|group ...``: a command line like rpk or kcat.
+"""``minikafka topic|produce|consume|group|schema ...``: a command line like rpk or kcat.
+
+``schema`` is a client of a schema registry's REST API (urllib), not of Kafka.
 
 These commands are Kafka clients: they speak the Kafka protocol through confluent-kafka
 (librdkafka), never import broker internals, and so work against any Kafka cluster
@@ -26,12 +28,12 @@ class OneLineParser(argparse.ArgumentParser):
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register every client command with the ``minikafka`` parser."""
-    from . import consume, group, produce, topic
+    from . import consume, group, produce, schema, topic
 
     saved = sub._parser_class
     sub._parser_class = OneLineParser  # only these commands; `serve` keeps argparse's usage output
     try:
-        for module in (topic, produce, consume, group):
+        for module in (topic, produce, consume, group, schema):
             module.add_parser(sub)
     finally:
         sub._parser_class = saved
