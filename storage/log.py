@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 import struct
 import time
 from bisect import bisect_right
@@ -721,7 +720,7 @@ class PartitionLog:
         for seg in self.segments:
             seg.release()
         self._closed = True
-        shutil.rmtree(self.directory, ignore_errors=True)
+        fs.remove_tree(self.directory)
 
     def _check_open(self) -> None:
         if self._closed:

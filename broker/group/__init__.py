@@ -24,4 +24,10 @@ Layout (one concern per module):
 
 Everything but ``apis`` is synchronous and free of I/O: time comes from an injected clock, timeouts from an
 injected timer, and parked JoinGroup/SyncGroup requests are completed through callbacks.
+
+``apis`` imports the coordinator's modules only when a coordinator is created (the first
+FindCoordinator, or a broker start with ``__consumer_offsets`` on disk), so a broker answers its first
+requests without them.
 """
+
+OFFSETS_TOPIC = "__consumer_offsets"

@@ -2,15 +2,15 @@
 
 Each accepted connection is a ``KafkaConnection`` that knows its listener (for the advertised
 address and the security protocol); on a TLS listener the connection is created only after a
-successful handshake (``tls.TlsServer``).  Every listener is logged, and also printed to stdout
-as ``minikafka listener NAME SECURITY_PROTOCOL on host:port`` so scripts and tests can find
-ports bound with ``:0``.
+successful handshake (``tls.TlsServer``).  Every listener is logged; ``minikafka serve`` (broker/cli.py)
+also prints each on stdout as ``minikafka listener NAME SECURITY_PROTOCOL on host:port`` so scripts
+can find ports bound with ``:0``.  Nothing here writes to stdout: an embedded broker runs inside a
+user's process, whose stdout is not ours.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 
 from ..connection import KafkaConnection
 from .listeners import parse_listeners
@@ -49,6 +49,4 @@ async def open_listeners(broker):
         servers.append(server)
         log.info("listener %s (%s) on %s:%d, advertised %s:%d", item.name, item.security_protocol,
                  item.host, item.port, *item.advertised)
-        sys.stdout.write(f"minikafka listener {item.name} {item.security_protocol} on "
-                         f"{item.host}:{item.port}\n")
     return listeners, servers

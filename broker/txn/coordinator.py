@@ -28,6 +28,7 @@ from typing import Callable, Iterable
 
 from minikafka.protocol.errors import ErrorCode
 
+from . import TRANSACTION_STATE_TOPIC  # noqa: F401  (importers of the coordinator find it here)
 from ..group.partitioner import partition_for
 from ..group.timer import Clock, Timer
 from .shard import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TxnLog, TxnMetadata, TxnShard
@@ -35,7 +36,6 @@ from .state import TxnState, check_transition
 
 log = logging.getLogger("minikafka.txn")
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 SHORT_MAX = 32767
 
 # (producer_id, producer_epoch, commit, partitions, coordinator_epoch) -> None
