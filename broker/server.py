@@ -93,8 +93,9 @@ class Broker:
         self.txn_coordinator = None  # set by a transaction coordinator module if present
         self.registry = None
         self.connections: set[KafkaConnection] = set()
-        # Every connection's reads land here first (broker/connection.py, "Reading").
-        self.read_buffer = new_read_buffer()
+        # Every connection's reads land here first (broker/connection.py, "Reading"); allocated
+        # with the first connection, so an idle broker does not hold it.
+        self._read_buffer: memoryview | None = None
         self.request_bytes = RequestBytes(config.get("queued.max.request.bytes"))
         self.connection_stats = ConnectionStats()
         self.quotas = None  # broker.quotas.ClientQuotas, once the controller is open
@@ -111,6 +112,12 @@ class Broker:
         self.http = None  # broker.http.server.HttpServer when http.port is set
         self.metrics = None  # broker.http.metrics.BrokerMetrics when the HTTP server runs
         self.started_at = clock()
+
+    @property
+    def read_buffer(self) -> memoryview:
+        if self._read_buffer is None:
+            self._read_buffer = new_read_buffer()
+        return self._read_buffer
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
