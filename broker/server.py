@@ -93,6 +93,9 @@ class Broker:
         self.txn_coordinator = None  # set by a transaction coordinator module if present
         self.registry = None
         self.connections: set[KafkaConnection] = set()
+        # Every request handler still running, also those of connections already lost; stop()
+        # cancels and awaits them (broker/connection.py adds and removes them).
+        self.handler_tasks: set[asyncio.Task] = set()
         # Every connection's reads land here first (broker/connection.py, "Reading"); allocated
         # with the first connection, so an idle broker does not hold it.
         self._read_buffer: memoryview | None = None
@@ -265,6 +268,17 @@ class Broker:
         for conn in list(self.connections):
             conn.cancel_tasks()
             conn.close()
+        # Handlers still running (long polls, parked joins, those of connections already lost)
+        # are cancelled and awaited, so none is left pending when the loop closes.
+        tasks = [t for t in self.handler_tasks if not t.done()]
+        if self._maintenance is not None:
+            tasks.append(self._maintenance)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            _, still = await asyncio.wait(tasks, timeout=1.0)
+            if still:
+                log.error("%d request handlers did not stop within 1 s of being cancelled", len(still))
         for module in reversed(self.modules):
             stop = getattr(module, "stop", None)
             if stop is not None:

@@ -296,7 +296,7 @@ class Broker:
         loop, broker = self._loop, self._broker
         if broker is not None and broker.loop is not None:
             try:
-                asyncio.run_coroutine_threadsafe(broker.stop(), loop).result(10)
+                asyncio.run_coroutine_threadsafe(_stop_on_loop(broker), loop).result(10)
             except Exception:
                 pass
         loop.call_soon_threadsafe(loop.stop)
@@ -384,6 +384,19 @@ class Broker:
         if self._proc is not None and self.http_port is not None:
             return http_control(f"http://127.0.0.1:{self.http_port}", op, params, timeout)
         raise RuntimeError("the broker is not running")
+
+
+async def _stop_on_loop(broker) -> None:
+    """Stop the broker, then cancel and await whatever else still runs on its loop (the loop is
+    the embedded broker's own), so that closing the loop leaves no task pending."""
+    await broker.stop()
+    current = asyncio.current_task()
+    rest = [t for t in asyncio.all_tasks() if t is not current]
+    for task in rest:
+        task.cancel()
+    if rest:
+        await asyncio.wait(rest, timeout=1.0)
+    await asyncio.get_running_loop().shutdown_asyncgens()
 
 
 def _find_coordinator(bootstrap: str, timeout: float) -> None:
