@@ -141,9 +141,9 @@ class ConnectionStats:
 
 
 def _default_codec():
-    from minikafka.protocol import codec
+    from minikafka.protocol import codec, fast
 
-    return codec.decode_request, codec.encode_response
+    return codec.decode_request, fast.encode_response
 
 
 class KafkaConnection(asyncio.BufferedProtocol):

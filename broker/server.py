@@ -187,7 +187,7 @@ class Broker:
 
         # One asyncio server per listener (broker.security.server); the first is the one the
         # --port flag and the readiness line report.
-        self.listeners, self._servers = await open_listeners(self)
+        self.listeners, self._servers = await open_listeners(self, KafkaConnection)
         self._server = self._servers[0]
         self.bound_port = self.listeners[0].port
         if self.config.port == 0 and not self.config.get("listeners"):

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import logging
 
-from ..connection import KafkaConnection
 from .listeners import parse_listeners
 
 log = logging.getLogger("minikafka.listeners")
 
 
-async def open_listeners(broker):
+async def open_listeners(broker, connection_class):
+    """Bind every listener; each accepted connection is ``connection_class(broker, listener=...)``
+    (broker/connection.py's KafkaConnection, handed in by the server: nothing here imports it)."""
     listeners = parse_listeners(broker.config)
     contexts = {}
     if any(item.uses_tls for item in listeners):
@@ -37,10 +38,10 @@ async def open_listeners(broker):
             from .tls import TlsServer
 
             server = TlsServer(loop, contexts[item.name], item,
-                               lambda item=item: KafkaConnection(broker, listener=item))
+                               lambda item=item: connection_class(broker, listener=item))
             await server.start(item.host, item.port)
         else:
-            server = await loop.create_server(lambda item=item: KafkaConnection(broker, listener=item),
+            server = await loop.create_server(lambda item=item: connection_class(broker, listener=item),
                                               host=item.host, port=item.port, reuse_address=True,
                                               backlog=1024)
         sockets = server.sockets or ()
