@@ -46,6 +46,8 @@ from typing import TYPE_CHECKING, Optional
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
 
+from minikafka.broker.clock import timer_scope
+
 from . import OFFSETS_TOPIC
 from .result import every_partition, join_error, sync_error
 
@@ -534,14 +536,9 @@ def _activate(broker, info) -> "GroupCoordinator":
     from .consumer import ConsumerConfig
     from .coordinator import GroupCoordinator
     from .shard import GroupConfig
-    from .timer import AsyncioTimer
 
-    timers = getattr(broker, "timers", None)
-    if timers is not None:
-        # The broker's steerable clock: advancing it fires session and rebalance timeouts now.
-        timer = timers.scope("group")
-    else:
-        timer = AsyncioTimer(broker.loop, on_error=lambda exc: log.error("group timer failed", exc_info=exc))
+    # The broker's steerable clock: advancing it fires session and rebalance timeouts now.
+    timer = timer_scope(broker, "group")
     coordinator = GroupCoordinator(info.num_partitions, lambda p: PartitionLogAdapter(broker, p), timer,
                                    broker, GroupConfig.from_broker_config(broker.config),
                                    ConsumerConfig.from_broker_config(broker.config),

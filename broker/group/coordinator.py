@@ -14,7 +14,7 @@ from . import OFFSETS_TOPIC  # noqa: F401  (the name users of the coordinator im
 from .partitioner import partition_for
 from .consumer import ConsumerConfig
 from .shard import CoordinatorShard, GroupConfig, OffsetsLog
-from .timer import Clock, Timer
+from ..clock import Clock, Timer
 
 
 class GroupCoordinator:

@@ -63,7 +63,7 @@ from .records import (
 from .result import CoordinatorResult, Record, every_partition, join_error, sync_error
 from .result import empty as _empty
 from .state import GroupState
-from .timer import Clock, Timer
+from ..clock import Clock, Timer
 
 log = logging.getLogger("minikafka.group")
 

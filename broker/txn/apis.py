@@ -50,6 +50,7 @@ from minikafka.protocol.records import build_control_batch
 
 from ..security import authorizer as az
 
+from ..clock import timer_scope
 from ..group import OFFSETS_TOPIC
 from . import TRANSACTION_STATE_TOPIC
 
@@ -92,7 +93,7 @@ class TxnService:
         self.loader: asyncio.Task | None = None
         crash_after = os.environ.get("MINIKAFKA_TXN_CRASH_AFTER")
         self._crash_after = crash_after
-        self._timer = None  # the broker's timer scope "txn" (or an AsyncioTimer without one)
+        self._timer = None  # the broker's timer scope "txn" (broker/clock.py)
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -102,16 +103,11 @@ class TxnService:
             os.kill(os.getpid(), signal.SIGKILL)
 
     def _activate(self, info) -> "TransactionCoordinator":
-        from ..group.timer import AsyncioTimer
         from .coordinator import TransactionCoordinator, TxnConfig
 
         broker = self.broker
-        timers = getattr(broker, "timers", None)
-        if timers is not None:
-            # The broker's steerable clock: advancing it aborts timed-out transactions now.
-            self._timer = timers.scope("txn")
-        else:
-            self._timer = AsyncioTimer(broker.loop, on_error=lambda exc: log.error("txn timer failed", exc_info=exc))
+        # The broker's steerable clock: advancing it aborts timed-out transactions now.
+        self._timer = timer_scope(broker, "txn")
         self.coordinator = TransactionCoordinator(
             info.num_partitions, lambda p: TxnLogAdapter(broker, p), self._timer, broker,
             broker.controller.producer_ids.next_id, self.write_markers,
