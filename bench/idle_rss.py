@@ -6,6 +6,7 @@ serve`` on a free port, RSS read from /proc two seconds after its ready line, th
 100-topic data dir is made once per tree by that tree's broker (CreateTopics through the Kafka
 protocol, one partition each) and reused by every start.  The report gives medians of VmRSS and
 of its anonymous part (RssAnon: the heap; the rest is shared libraries and the interpreter).
+A first row gives the floor: an interpreter that only imports asyncio and uvloop and makes a loop.
 
 ``--tracemalloc`` instead runs one broker of this tree under tracemalloc (from interpreter start)
 and prints what Python allocated, by file, two seconds after start: where idle memory goes.
@@ -107,6 +108,29 @@ def idle(python: str, cwd: str, data: str) -> dict[str, float]:
         broker.stop()
 
 
+_FLOOR = """
+import asyncio, sys, time, uvloop
+loop = uvloop.new_event_loop()
+print("minikafka ready on 127.0.0.1:0", flush=True)
+time.sleep(60)
+"""
+
+
+def floor(runs: int) -> None:
+    """The runtime alone: an interpreter that imports asyncio and uvloop and makes a loop."""
+    values = []
+    for _ in range(runs):
+        broker = Serve([sys.executable, "-c", _FLOOR], str(ROOT))
+        try:
+            time.sleep(2.0)
+            values.append(_status(broker.proc.pid))
+        finally:
+            broker.stop()
+    rss = [v["VmRSS"] for v in values]
+    print(f"{'floor':15s} {'asyncio+uvloop, no broker':26s} VmRSS median {statistics.median(rss):5.1f} MB; "
+          f"RssAnon median {statistics.median(v['RssAnon'] for v in values):5.1f} MB; n={runs}")
+
+
 def measure(runs: int, baseline_python: str | None) -> None:
     trees = {"this tree": (sys.executable, str(ROOT))}
     if baseline_python:
@@ -187,6 +211,7 @@ def main() -> None:
     if args.tracemalloc:
         trace(args.topics)
     else:
+        floor(args.runs)
         measure(args.runs, args.baseline_python)
 
 
