@@ -5,7 +5,8 @@ modules (the console's templates, the metrics) are imported only when the first 
 arrives: importing them costs more than the rest of a broker start, and most brokers that have
 an HTTP port (the embedded broker in a child process, say) rarely or never use it.  The waiting
 connection stays in the socket's backlog meanwhile and is served as soon as the application
-runs.  ``open()`` does the same at once, for callers that want the application up front.
+runs.  The metrics' counters are the exception: they record from the start (broker/http/metrics.py
+keeps them without prometheus_client, which loads with the first scrape).  ``open()`` does the same at once, for callers that want the application up front.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import socket
 from . import ROUTE_MODULES
 
 log = logging.getLogger("minikafka.http")
+
+_METRICS = "minikafka.broker.http.metrics"
 
 
 def _broker_key():
@@ -80,6 +83,9 @@ class HttpServer:
             raise
         self._sock = sock
         self.port = sock.getsockname()[1]
+        if _METRICS in self.route_modules:
+            # The counters run from now, not from the first scrape (no prometheus_client yet).
+            importlib.import_module(_METRICS).start(self.broker)
         self._loop.add_reader(sock.fileno(), self._first_connection)
         log.info("http on %s:%s", self.host, self.port)
 
@@ -127,3 +133,5 @@ class HttpServer:
             self._runner = None
             self._sock = None
         self._close_socket()
+        if _METRICS in self.route_modules:
+            importlib.import_module(_METRICS).stop(self.broker)

@@ -132,3 +132,22 @@ def test_the_http_application_loads_with_its_first_connection(tmp_path):
     finally:
         used = _modules_at_exit(proc, log, tmp_path / "b")
     assert _loaded(used, "aiohttp") and _loaded(used, "minikafka.broker.http.health")
+
+
+def test_counters_run_before_the_http_application_loads():
+    # The application (and prometheus_client) loads with the first HTTP request, but what the
+    # broker did before it is counted: the metrics record from the start.
+    from confluent_kafka import Producer
+
+    from minikafka import Broker
+
+    with Broker(http_port=0) as kafka:
+        assert not kafka.server.http.running
+        producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+        for i in range(5):
+            producer.produce("early", f"v{i}".encode(), partition=0)
+        assert producer.flush(15) == 0
+        assert not kafka.server.http.running
+        with urllib.request.urlopen(f"http://127.0.0.1:{kafka.http_port}/metrics", timeout=30) as resp:
+            text = resp.read().decode()
+    assert 'kafka_server_brokertopicmetrics_messagesin_total{topic="early"} 5.0' in text

@@ -127,3 +127,36 @@ def test_process_metrics_count_descriptors_only_when_due(tmp_path):
     finally:
         for f in files:
             f.close()
+
+
+observations = st.lists(st.tuples(st.sampled_from(["Produce", "Fetch", "Metadata"]),
+                                  st.floats(min_value=0, max_value=60, allow_nan=False)), max_size=40)
+
+
+@settings(max_examples=100, deadline=None)
+@given(observations)
+def test_recorded_counters_and_histograms_read_as_prometheus_clients(seen):
+    # The broker records into plain dicts from its start (no prometheus_client until a scrape);
+    # the text is prometheus_client's own for the same observations (but for its _created lines).
+    import prometheus_client
+
+    from minikafka.broker.http.metrics import LATENCY_BUCKETS, Counter, Histogram, _Recorded
+
+    ours_c = Counter("reqs", "Requests.", ("request",))
+    ours_h = Histogram("lat_seconds", "Latency.", ("request",), LATENCY_BUCKETS)
+    registry = CollectorRegistry()
+    registry.register(_Recorded((ours_c, ours_h)))
+    theirs = CollectorRegistry()
+    theirs_c = prometheus_client.Counter("reqs", "Requests.", ["request"], registry=theirs)
+    theirs_h = prometheus_client.Histogram("lat_seconds", "Latency.", ["request"], buckets=LATENCY_BUCKETS,
+                                           registry=theirs)
+    for request, value in seen:
+        ours_c.inc((request,), 2)
+        ours_h.observe((request,), value)
+        theirs_c.labels(request).inc(2)
+        theirs_h.labels(request).observe(value)
+
+    def lines(r):
+        return sorted(line for line in generate_latest(r).decode().splitlines() if "_created" not in line)
+
+    assert lines(registry) == lines(theirs)
