@@ -178,6 +178,13 @@ def serve(config: BrokerConfig, seed_items: list | None = None) -> int:
         return runner.run(_serve(config, loop_name, seed_items))
 
 
+def _open_storage(config):
+    """A stopped broker's storage, for ``minikafka users --data-dir`` (the controller loads only then)."""
+    from .controller import open_storage
+
+    return open_storage(config)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
@@ -187,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not serving:
         from .security.cli import run as run_security_command
-        if (code := run_security_command(args)) is not None:
+        if (code := run_security_command(args, _open_storage)) is not None:
             return code
         if getattr(args, "run", None) is not None:
             return args.run(args)
