@@ -195,3 +195,23 @@ def test_the_codec_knows_nothing_of_the_fast_paths_and_the_broker_answers_with_t
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["False", "minikafka.protocol.fast", "encode_response"]
     assert sorted(fast.ENCODERS) == sorted([(1, v) for v in FETCH_FAST] + [(3, v) for v in METADATA_FAST])
+
+
+def test_encoding_a_response_touches_no_file(monkeypatch):
+    # The spec of an API is looked up once: the generic encoder asks for it on every response
+    # (its header version), and finding the file is two stat calls (~15 us of each Produce answer).
+    import pathlib
+
+    from minikafka.protocol import specs
+
+    body = {"responses": [{"name": "t", "partition_responses": [{"index": 0, "error_code": 0, "base_offset": 5}]}],
+            "throttle_time_ms": 0}
+    first = joined(fast.encode_response(0, 7, 1, body))
+
+    def no_files(*args, **kwargs):
+        raise AssertionError("a file was looked up while encoding")
+
+    monkeypatch.setattr(pathlib.Path, "is_file", no_files)
+    monkeypatch.setattr(specs, "_find", no_files)
+    assert joined(fast.encode_response(0, 7, 2, body))[8:] == first[8:]
+    assert codec.response_header_version(0, 7) == 0 and codec.request_header_version(0, 9) == 2
