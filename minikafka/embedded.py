@@ -224,7 +224,7 @@ class Broker:
                 self._start_thread()
             else:
                 self._start_process()
-            if self.mode == "process" and self._data_dir is None:
+            if self.mode == "process" and self._data_dir is None and self._plaintext():
                 # A fresh data dir: the first FindCoordinator creates and loads the (empty) group
                 # coordinator, over Kafka itself, so the child need not start its HTTP
                 # application (aiohttp) just for this.
@@ -239,6 +239,11 @@ class Broker:
             raise
         self.started_s = time.monotonic() - t0
         return self
+
+    def _plaintext(self) -> bool:
+        """The first listener is plain Kafka (no listeners, TLS or SASL settings given)."""
+        return not any(name == "listeners" or name.startswith(("listener.", "ssl.", "sasl."))
+                       for name in self.settings)
 
     def stop(self) -> None:
         if self._thread is not None:

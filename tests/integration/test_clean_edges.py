@@ -127,3 +127,16 @@ def test_a_user_project_runs_clean_under_warnings_as_errors(tmp_path):
     for unwanted in ("minikafka listener", "minikafka ready", "Task was destroyed", "Exception ignored",
                      "Warning", "Traceback", "Unclosed", "never awaited"):
         assert unwanted not in text, text
+
+
+def test_child_process_broker_with_only_a_tls_listener_starts(tmp_path):
+    # The child-process mode readies the group coordinator over plain Kafka when it can; with a
+    # TLS listener first it must take the control API instead (a plaintext request to a TLS port
+    # would be refused and fail the start).
+    from minikafka.broker.security.certs import generate
+
+    generate(tmp_path, ["localhost", "127.0.0.1"], [])
+    config = {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(tmp_path / "broker.pem")}
+    with Broker(mode="process", config=config, ready_timeout=30) as kafka:
+        assert kafka.bootstrap_servers
+        assert kafka.control.call("coordinator.ready")["partitions"] == 5
