@@ -19,7 +19,7 @@ import timeit
 import uuid
 
 
-from minikafka.protocol import codec  # noqa: E402
+from minikafka.protocol import codec, fast  # noqa: E402
 
 try:
     from minikafka.protocol.records import build_batch  # noqa: E402
@@ -152,17 +152,17 @@ def main() -> None:
     fetch_body = fetch_response_body()
     for v in (12, 11):
         cases.append((f"encode FetchResponse v{v}, 10 x 64 KiB (chunk list)", 60.0,
-                      lambda v=v: codec.encode_response(1, v, 1, fetch_body)))
+                      lambda v=v: fast.encode_response(1, v, 1, fetch_body)))
         if args.generic:
             cases.append((f"  generic encoder, FetchResponse v{v}", None,
-                          lambda v=v: codec.encode_response_generic(1, v, 1, fetch_body)))
+                          lambda v=v: codec.encode_response(1, v, 1, fetch_body)))
     for replicas in ([1], [1, 2, 3]):
         md = metadata_response_body(replicas)
         cases.append((f"encode MetadataResponse v12, 100 topics x 10 partitions, {len(replicas)} replica(s)", 1000.0,
-                      lambda md=md: codec.encode_response(3, 12, 1, md)))
+                      lambda md=md: fast.encode_response(3, 12, 1, md)))
         if args.generic:
             cases.append(("  generic encoder, MetadataResponse v12", None,
-                          lambda md=md: codec.encode_response_generic(3, 12, 1, md)))
+                          lambda md=md: codec.encode_response(3, 12, 1, md)))
     fetch_req = fetch_request_frame(12)
     cases.append(("decode FetchRequest v12, 10 partitions", None, lambda: codec.decode_request(fetch_req)))
 

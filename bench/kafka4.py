@@ -33,7 +33,7 @@ import timeit
 import types
 import uuid
 
-from minikafka.protocol import codec
+from minikafka.protocol import codec, fast
 
 
 def _median_per_call(fn, repeat: int) -> float:
@@ -54,8 +54,8 @@ def bench_encode(repeat: int) -> None:
     print("FetchResponse, 10 x 64 KiB (median us per call)")
     for version in (12, 17):
         body = fetch_body(version)
-        fast = _median_per_call(lambda: codec.encode_response(1, version, 1, body), repeat)
-        generic = _median_per_call(lambda: codec.encode_response_generic(1, version, 1, body), repeat)
+        fast = _median_per_call(lambda: fast.encode_response(1, version, 1, body), repeat)
+        generic = _median_per_call(lambda: codec.encode_response(1, version, 1, body), repeat)
         print(f"  v{version}: fast {fast * 1e6:.1f}  generic {generic * 1e6:.1f}")
 
 

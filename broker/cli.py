@@ -1,10 +1,14 @@
 """``minikafka serve`` / ``python -m minikafka serve``: run the broker until SIGINT or SIGTERM.
 
-Once the listening socket accepts connections one line is printed on stdout::
+Once the listening socket accepts connections these lines are printed on stdout::
 
+    minikafka listener PLAINTEXT PLAINTEXT on 127.0.0.1:PORT    (one per listener)
+    minikafka http on 127.0.0.1:PORT                            (with http.port set)
     minikafka ready on 127.0.0.1:PORT
 
 (with the real port when ``--port 0`` asked for a free one), which scripts and tests wait for.
+Only this command writes to stdout; the broker itself (``broker.server.Broker``, the embedded
+broker) logs.
 """
 
 from __future__ import annotations
@@ -45,14 +49,31 @@ def _settings_help() -> str:
     return "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _ServeParser(argparse.ArgumentParser):
+    """The ``serve`` parser; its epilog (every Kafka setting) is written only when help is asked
+    for, not on each start."""
+
+    def format_help(self) -> str:
+        if self.epilog is None:
+            self.epilog = _EPILOG + _settings_help()
+        return super().format_help()
+
+
+def build_parser(serve_only: bool = False) -> argparse.ArgumentParser:
+    """The ``minikafka`` parser.  ``serve_only`` leaves out the other commands, whose modules
+    (security tools, the Kafka client commands and their librdkafka) a broker start does not
+    need; ``serve`` parses the same either way."""
     parser = argparse.ArgumentParser(prog="minikafka", description="A Kafka broker in Python.")
     sub = parser.add_subparsers(dest="command")
+    sub._parser_class, saved = _ServeParser, sub._parser_class
     serve = sub.add_parser(
         "serve", help="run the broker",
         description="Run a single-node Kafka broker that real Kafka clients use unchanged.",
-        epilog=_EPILOG + _settings_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub._parser_class = saved
     add_serve_arguments(serve)
+    if serve_only:
+        return parser
     from .security.cli import add_parsers as add_security_parsers  # certs, users (issue 12)
     add_security_parsers(sub)
     from .cli_tools import add_commands  # topic, produce, consume, group: Kafka clients (issue 13)
@@ -132,6 +153,8 @@ async def _serve(config: BrokerConfig, loop_name: str, seed_items: list | None =
     log.info("started in %.0f ms on %s (%s), data in %s, advertised %s:%d", (time.monotonic() - t0) * 1000,
              loop_name, f"{config.host}:{broker.bound_port}", os.path.abspath(config.data_dir),
              *config.advertised)
+    for item in broker.listeners:
+        sys.stdout.write(f"minikafka listener {item.name} {item.security_protocol} on {item.host}:{item.port}\n")
     if broker.http is not None:
         sys.stdout.write(f"minikafka http on {broker.http.host}:{broker.http.port}\n")
     if broker.schema_registry is not None:
@@ -157,17 +180,26 @@ def serve(config: BrokerConfig, seed_items: list | None = None) -> int:
         return runner.run(_serve(config, loop_name, seed_items))
 
 
+def _open_storage(config):
+    """A stopped broker's storage, for ``minikafka users --data-dir`` (the controller loads only then)."""
+    from .controller import open_storage
+
+    return open_storage(config)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
         argv = ["serve"]  # `python -m minikafka` with no arguments serves with defaults
-    parser = build_parser()
+    serving = argv[0] == "serve"
+    parser = build_parser(serve_only=serving)
     args = parser.parse_args(argv)
-    from .security.cli import run as run_security_command
-    if (code := run_security_command(args)) is not None:
-        return code
-    if getattr(args, "run", None) is not None:
-        return args.run(args)
+    if not serving:
+        from .security.cli import run as run_security_command
+        if (code := run_security_command(args, _open_storage)) is not None:
+            return code
+        if getattr(args, "run", None) is not None:
+            return args.run(args)
     if args.command != "serve":
         parser.print_help()
         return 2
@@ -176,13 +208,14 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         parser.exit(2, f"minikafka: {exc}\n")
     seed_items = []
-    try:
+    if args.seed:
         from .seed import SeedError, load_file
 
-        for path in args.seed:
-            seed_items += load_file(path)
-    except (OSError, SeedError) as exc:
-        parser.exit(2, f"minikafka: --seed: {exc}\n")
+        try:
+            for path in args.seed:
+                seed_items += load_file(path)
+        except (OSError, SeedError) as exc:
+            parser.exit(2, f"minikafka: --seed: {exc}\n")
     try:
         return serve(config, seed_items)
     except OSError as exc:

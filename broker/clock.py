@@ -12,7 +12,14 @@ expiry judge them consistently.
 semantics: scheduling again under a key replaces the previous timeout).  One ``loop.call_at`` is
 armed for the earliest deadline; ``advance()`` fires every timeout whose deadline has passed, in
 deadline order, without the loop waiting.  ``scope(name)`` hands a coordinator its own key space
-with ``cancel_all()`` for its shutdown; a scope satisfies ``broker.group.timer.Timer``.
+with ``cancel_all()`` for its shutdown; a scope satisfies ``Timer``.
+
+The coordinators (group/, txn/) are sans-IO state machines: they never read the wall clock nor
+sleep, but ask a ``Clock`` for the time and a ``Timer`` for callbacks (the two protocols below).
+In the broker those are the broker (``now_ms``) and a scope of its timer service
+(``timer_scope``); unit tests drive them with ``MockTimer`` over a ``FakeClock``, whose
+``advance(ms)`` fires every expired timeout in deadline order, setting the clock to each deadline
+as it fires, so a test can assert what happens at exactly a timeout and not a millisecond earlier.
 """
 
 from __future__ import annotations
@@ -21,11 +28,23 @@ import heapq
 import itertools
 import logging
 import time
-from typing import Callable, Hashable
+from typing import Callable, Hashable, Protocol
 
 log = logging.getLogger("minikafka.clock")
 
 Callback = Callable[[], None]
+
+
+class Clock(Protocol):
+    def now_ms(self) -> int: ...
+
+
+class Timer(Protocol):
+    def schedule(self, key: Hashable, delay_ms: int, callback: Callback) -> None: ...
+
+    def cancel(self, key: Hashable) -> None: ...
+
+    def is_scheduled(self, key: Hashable) -> bool: ...
 
 
 class BrokerClock:
@@ -76,7 +95,7 @@ class KeyedDeadlines:
     """Callbacks under keys with deadlines, earliest first; scheduling under a key again replaces
     its entry (Kafka's ``CoordinatorTimer`` semantics).  Replaced and cancelled entries stay in the
     heap until they reach its top, where a sequence number tells them apart from the live one.
-    Shared by the broker's timer service and the coordinators' ``MockTimer``; they differ only in
+    Shared by the broker's timer service and the tests' ``MockTimer``; they differ only in
     how they read the time while firing."""
 
     def __init__(self) -> None:
@@ -234,3 +253,67 @@ class TimerScope:
     def cancel_all(self) -> None:
         for key in self.keys():
             self.cancel(key)
+
+
+def timer_scope(broker, name: str) -> TimerScope:
+    """A coordinator's timer: a scope of the broker's timer service, so that advancing the broker
+    clock fires its timeouts at once.  A broker object without the service (a test's stand-in)
+    gets a service of its own on its loop."""
+    timers = getattr(broker, "timers", None)
+    if timers is None:
+        timers = TimerService(BrokerClock(), broker.loop,
+                              on_error=lambda exc: log.error("%s timer failed", name, exc_info=exc))
+    return timers.scope(name)
+
+
+# -- for tests: time that moves only when told --------------------------------------------------
+
+class FakeClock:
+    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
+        self._now = start_ms
+
+    def now_ms(self) -> int:
+        return self._now
+
+    def set(self, now_ms: int) -> None:
+        if now_ms < self._now:
+            raise ValueError("a clock does not go backwards")
+        self._now = now_ms
+
+
+class MockTimer:
+    """A deterministic timer over a FakeClock, for the coordinators' unit tests."""
+
+    def __init__(self, clock: FakeClock | None = None) -> None:
+        self.clock = clock if clock is not None else FakeClock()
+        self._deadlines = KeyedDeadlines()
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    def schedule(self, key: Hashable, delay_ms: int, callback: Callback) -> None:
+        self._deadlines.put(key, self.clock.now_ms() + max(delay_ms, 0), callback)
+
+    def cancel(self, key: Hashable) -> None:
+        self._deadlines.cancel(key)
+
+    def is_scheduled(self, key: Hashable) -> bool:
+        return key in self._deadlines
+
+    def deadline(self, key: Hashable) -> int | None:
+        return self._deadlines.deadline(key)
+
+    def keys(self) -> list[Hashable]:
+        return self._deadlines.keys()
+
+    def advance(self, ms: int = 0) -> int:
+        """Move time forward by ``ms`` and fire expired timeouts in order; returns how many fired."""
+        target = self.clock.now_ms() + ms
+        fired = 0
+        while (due := self._deadlines.pop_due(target)) is not None:
+            deadline, _, callback = due
+            self.clock.set(max(deadline, self.clock.now_ms()))
+            callback()
+            fired += 1
+        self.clock.set(target)
+        return fired

@@ -14,7 +14,6 @@ Topic-level settings (``max.message.bytes``, ``retention.ms``...) are listed in
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -462,6 +461,8 @@ class BrokerConfig:
         """Defaults < TOML file < environment < explicit fields and overrides (the command line)."""
         config = cls()
         if config_file:
+            import tomllib  # only with a file: the parser is a few ms of every start otherwise
+
             try:
                 with open(config_file, "rb") as fh:
                     data = tomllib.load(fh)

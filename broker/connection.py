@@ -141,9 +141,9 @@ class ConnectionStats:
 
 
 def _default_codec():
-    from minikafka.protocol import codec
+    from minikafka.protocol import codec, fast
 
-    return codec.decode_request, codec.encode_response
+    return codec.decode_request, fast.encode_response
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
@@ -175,6 +175,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._stats: ConnectionStats | None = getattr(broker, "connection_stats", None)
         self._pending: deque[_Slot] = deque()
         self._tasks: set[asyncio.Task] = set()
+        # The broker's set of every running handler task, this connection's among them, kept
+        # after the connection is lost (its handlers finish on their own) so that a stopping
+        # broker can cancel and await them all (``Broker.stop``).
+        self._broker_tasks: set[asyncio.Task] | None = getattr(broker, "handler_tasks", None)
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.client_host = "?"
@@ -352,6 +356,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         task = self.broker.loop.create_task(coro)
         self._tasks.add(task)
+        if self._broker_tasks is not None:
+            self._broker_tasks.add(task)
         task.add_done_callback(lambda t, s=slot: self._completed(s, t))
 
     def _lookup(self, api_key: int, api_version: int):
@@ -382,6 +388,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _completed(self, slot: _Slot, task: asyncio.Task) -> None:
         self._tasks.discard(task)
+        if self._broker_tasks is not None:
+            self._broker_tasks.discard(task)
         if task.cancelled():
             if not self.closed:
                 self._violation(f"api {slot.api_key} handler cancelled")

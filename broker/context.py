@@ -1,16 +1,14 @@
 """What a handler gets besides the request body.
 
 Handlers are ``async def handler(ctx: RequestContext, body: dict) -> dict | None``; ``ctx.broker``
-is the running :class:`broker.server.Broker` (config, controller, clock, group coordinator, loop).
+is the running broker (broker/server.py's ``Broker``: config, controller, clock, group coordinator,
+loop).  This module imports neither the server nor the connection: both import it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .server import Broker
+from typing import Any
 
 
 @dataclass(slots=True)
@@ -20,6 +18,6 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     client_host: str
-    broker: "Broker"
+    broker: Any  # broker.server.Broker
     # The connection the request came on (broker.connection.KafkaConnection) or None in tests.
     connection: Any = None

@@ -93,8 +93,12 @@ class Broker:
         self.txn_coordinator = None  # set by a transaction coordinator module if present
         self.registry = None
         self.connections: set[KafkaConnection] = set()
-        # Every connection's reads land here first (broker/connection.py, "Reading").
-        self.read_buffer = new_read_buffer()
+        # Every request handler still running, also those of connections already lost; stop()
+        # cancels and awaits them (broker/connection.py adds and removes them).
+        self.handler_tasks: set[asyncio.Task] = set()
+        # Every connection's reads land here first (broker/connection.py, "Reading"); allocated
+        # with the first connection, so an idle broker does not hold it.
+        self._read_buffer: memoryview | None = None
         self.request_bytes = RequestBytes(config.get("queued.max.request.bytes"))
         self.connection_stats = ConnectionStats()
         self.quotas = None  # broker.quotas.ClientQuotas, once the controller is open
@@ -112,6 +116,12 @@ class Broker:
         self.metrics = None  # broker.http.metrics.BrokerMetrics when the HTTP server runs
         self.schema_registry = None  # broker.schema_registry.server, when schema.registry.listeners is set
         self.started_at = clock()
+
+    @property
+    def read_buffer(self) -> memoryview:
+        if self._read_buffer is None:
+            self._read_buffer = new_read_buffer()
+        return self._read_buffer
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
@@ -178,7 +188,7 @@ class Broker:
 
         # One asyncio server per listener (broker.security.server); the first is the one the
         # --port flag and the readiness line report.
-        self.listeners, self._servers = await open_listeners(self)
+        self.listeners, self._servers = await open_listeners(self, KafkaConnection)
         self._server = self._servers[0]
         self.bound_port = self.listeners[0].port
         if self.config.port == 0 and not self.config.get("listeners"):
@@ -275,6 +285,17 @@ class Broker:
         for conn in list(self.connections):
             conn.cancel_tasks()
             conn.close()
+        # Handlers still running (long polls, parked joins, those of connections already lost)
+        # are cancelled and awaited, so none is left pending when the loop closes.
+        tasks = [t for t in self.handler_tasks if not t.done()]
+        if self._maintenance is not None:
+            tasks.append(self._maintenance)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            _, still = await asyncio.wait(tasks, timeout=1.0)
+            if still:
+                log.error("%d request handlers did not stop within 1 s of being cancelled", len(still))
         for module in reversed(self.modules):
             stop = getattr(module, "stop", None)
             if stop is not None:

@@ -230,8 +230,14 @@ class Broker:
                 self._start_thread()
             else:
                 self._start_process()
-            self.control.call("coordinator.ready", {"timeout_ms": int(self.ready_timeout * 1000)},
-                              self.ready_timeout + 5)
+            if self.mode == "process" and self._data_dir is None and self._plaintext():
+                # A fresh data dir: the first FindCoordinator creates and loads the (empty) group
+                # coordinator, over Kafka itself, so the child need not start its HTTP
+                # application (aiohttp) just for this.
+                _find_coordinator(self.bootstrap_servers, self.ready_timeout)
+            else:
+                self.control.call("coordinator.ready", {"timeout_ms": int(self.ready_timeout * 1000)},
+                                  self.ready_timeout + 5)
             if self._seed is not None:
                 self.control.seed(self._seed)
         except BaseException:
@@ -239,6 +245,11 @@ class Broker:
             raise
         self.started_s = time.monotonic() - t0
         return self
+
+    def _plaintext(self) -> bool:
+        """The first listener is plain Kafka (no listeners, TLS or SASL settings given)."""
+        return not any(name == "listeners" or name.startswith(("listener.", "ssl.", "sasl."))
+                       for name in self.settings)
 
     def stop(self) -> None:
         if self._thread is not None:
@@ -299,7 +310,7 @@ class Broker:
         loop, broker = self._loop, self._broker
         if broker is not None and broker.loop is not None:
             try:
-                asyncio.run_coroutine_threadsafe(broker.stop(), loop).result(10)
+                asyncio.run_coroutine_threadsafe(_stop_on_loop(broker), loop).result(10)
             except Exception:
                 pass
         loop.call_soon_threadsafe(loop.stop)
@@ -390,6 +401,55 @@ class Broker:
         if self._proc is not None and self.http_port is not None:
             return http_control(f"http://127.0.0.1:{self.http_port}", op, params, timeout)
         raise RuntimeError("the broker is not running")
+
+
+async def _stop_on_loop(broker) -> None:
+    """Stop the broker, then cancel and await whatever else still runs on its loop (the loop is
+    the embedded broker's own), so that closing the loop leaves no task pending."""
+    await broker.stop()
+    current = asyncio.current_task()
+    rest = [t for t in asyncio.all_tasks() if t is not current]
+    for task in rest:
+        task.cancel()
+    if rest:
+        await asyncio.wait(rest, timeout=1.0)
+    await asyncio.get_running_loop().shutdown_asyncgens()
+
+
+def _find_coordinator(bootstrap: str, timeout: float) -> None:
+    """Ask the broker for a group coordinator (FindCoordinator v1) until it names one: that
+    creates ``__consumer_offsets`` and loads it, as the control operation ``coordinator.ready``
+    does for a new data dir."""
+    import socket
+
+    from minikafka.protocol import codec
+
+    host, _, port = bootstrap.rpartition(":")
+    deadline = time.monotonic() + timeout
+    request = codec.encode_request(10, 1, 1, "minikafka-embedded", {"key": "minikafka-ready", "key_type": 0})
+    while True:
+        with socket.create_connection((host, int(port)), timeout=max(deadline - time.monotonic(), 0.1)) as sock:
+            sock.sendall(request)
+            frame = _read_frame(sock)
+        _, body = codec.decode_response(10, 1, frame)
+        if body["error_code"] == 0:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the group coordinator was not ready in {timeout} s (error {body['error_code']})")
+        time.sleep(0.01)
+
+
+def _read_frame(sock) -> bytes:
+    def exactly(n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("the broker closed the connection")
+            data += chunk
+        return data
+
+    return exactly(int.from_bytes(exactly(4), "big", signed=True))
 
 
 def _tail(path: str, size: int = 4000) -> str:

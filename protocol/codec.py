@@ -48,6 +48,12 @@ __all__ = [
     "body_encoder",
     "default_body",
     "warm_up",
+    "write_string",
+    "write_compact_string",
+    "write_compact_nullable_string",
+    "uvarint_bytes",
+    "byte_length",
+    "byte_view",
 ]
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -384,6 +390,16 @@ def _wuuid(u) -> bytes:
 
 def _tag(tag: int, body) -> bytes:
     return write_uvarint(tag) + write_uvarint(len(body)) + bytes(body)
+
+
+# The writer seam: the helpers that hand-tuned encoders (protocol/fast.py) build on, by public
+# names, so they need nothing private of this module.  Each appends to a bytearray ``out``.
+write_string = _ws  # int16 length + UTF-8 (None writes "")
+write_compact_string = _wcs  # uvarint length + 1, then UTF-8 (None writes "")
+write_compact_nullable_string = _wncs  # as above; None writes the null marker 0
+uvarint_bytes = _uvb  # an unsigned varint as bytes
+byte_length = _blen  # bytes in a buffer (a memoryview's nbytes)
+byte_view = _as_bytes_view  # a buffer as one-byte items, so len() counts bytes
 
 
 # --------------------------------------------------------------------------------------------
@@ -1030,15 +1046,9 @@ def decode_request(frame) -> Request:
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict) -> list:
     """Size prefix + response header + body as a list of buffers for ``writelines``.
 
-    Dispatches to a hand-tuned encoder from protocol.fast where one exists."""
-    fast = _FAST_ENCODERS.get((api_key, api_version))
-    if fast is not None:
-        return fast(correlation_id, body)
-    return encode_response_generic(api_key, api_version, correlation_id, body)
-
-
-def encode_response_generic(api_key: int, api_version: int, correlation_id: int, body: dict) -> list:
-    """encode_response without the fast paths: the reference the hand-tuned encoders must match."""
+    The spec-driven encoder of every response: the reference that the hand-tuned encoders of
+    protocol.fast must match byte for byte (``fast.encode_response`` uses them where they exist
+    and this everywhere else; the broker answers through it)."""
     enc = _encoders.get((api_key, api_version, "response"))
     if enc is None:
         enc = body_encoder(api_key, api_version, "response")
@@ -1090,10 +1100,5 @@ def decode_response(api_key: int, api_version: int, frame) -> tuple[int, dict]:
     return correlation_id, body
 
 
-# Hand-tuned encoders registered by protocol.fast: (api_key, version) -> fn(correlation_id, body).
-_FAST_ENCODERS: dict[tuple[int, int], Callable[[int, dict], list]] = {}
-
-
-# protocol.fast registers itself in _FAST_ENCODERS when imported, whichever module is imported
-# first (it imports this one, and this import returns the half-built module in that case).
-from . import fast as _fast  # noqa: E402,F401
+# The former name of encode_response, from when it also dispatched to protocol.fast.
+encode_response_generic = encode_response

@@ -17,7 +17,9 @@ as CurrentLeader, an explicit null records) raises ``_Fallback`` or a lookup err
 generic encoder does the whole message, so the semantics (defaults, errors) are always the
 generic codec's.
 
-Importing this module registers the encoders in ``codec._FAST_ENCODERS`` (codec imports it).
+``encode_response`` here is what the broker answers with: these encoders where they exist,
+``codec.encode_response`` everywhere else.  This module builds on the codec's public writer seam
+(``write_compact_string``, ``uvarint_bytes``, ...); the codec knows nothing of it.
 """
 
 from __future__ import annotations
@@ -31,11 +33,11 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _SIZE_CID = struct.Struct(">ii")
 _SIZE_CID_TAG = struct.Struct(">iiB")
-_blen = codec._blen
-_as_view = codec._as_bytes_view
-_wcs = codec._wcs
-_wncs = codec._wncs
-_uvb = codec._uvb
+_blen = codec.byte_length
+_as_view = codec.byte_view
+_wcs = codec.write_compact_string
+_wncs = codec.write_compact_nullable_string
+_uvb = codec.uvarint_bytes
 
 
 class _Fallback(Exception):
@@ -123,7 +125,7 @@ def _fetch(version: int, correlation_id: int, body: dict) -> list:
         elif flexible:
             _wcs(out, t["topic"])
         else:
-            codec._ws(out, t["topic"])
+            codec.write_string(out, t["topic"])
         parts = t["partitions"]
         if flexible:
             n = len(parts) + 1
@@ -315,7 +317,7 @@ def _with_fallback(api_key: int, version: int, fast):
         try:
             return fast(version, correlation_id, body)
         except _FAST_ERRORS:
-            return codec.encode_response_generic(api_key, version, correlation_id, body)
+            return codec.encode_response(api_key, version, correlation_id, body)
 
     encode.__name__ = f"encode_fast_{api_key}_v{version}"
     encode.fast = fast  # the unguarded encoder, for tests
@@ -325,10 +327,13 @@ def _with_fallback(api_key: int, version: int, fast):
 FAST = {(1, v): _fetch for v in range(11, 18)}
 FAST.update({(3, v): _metadata for v in (9, 10, 11, 12, 13)})
 
-
-def install() -> None:
-    for (api_key, version), fn in FAST.items():
-        codec._FAST_ENCODERS[(api_key, version)] = _with_fallback(api_key, version, fn)
+# (api_key, version) -> fn(correlation_id, body), each falling back to the generic encoder.
+ENCODERS = {key: _with_fallback(key[0], key[1], fn) for key, fn in FAST.items()}
 
 
-install()
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict) -> list:
+    """``codec.encode_response`` with the hand-tuned encoders where they exist (same bytes)."""
+    fast = ENCODERS.get((api_key, api_version))
+    if fast is not None:
+        return fast(correlation_id, body)
+    return codec.encode_response(api_key, api_version, correlation_id, body)

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from minikafka.protocol.records import (
     BATCH_HEADER_SIZE,
@@ -63,13 +63,37 @@ from minikafka.protocol.records import (
 from . import fs
 from .segment import CLEANED_SUFFIX, Segment
 
-if TYPE_CHECKING:
-    from .log import PartitionLog
+
+
+class CompactedLog(Protocol):
+    """What the cleaner needs of a partition log (storage/log.py's PartitionLog is one): its
+    segments and settings, its public offsets and transaction index, and three calls to record
+    what a pass did.  The cleaner imports nothing from log.py."""
+
+    segments: list
+    config: object
+    directory: str
+    cleaned_offset: int
+
+    @property
+    def last_stable_offset(self) -> int: ...
+
+    @property
+    def txn(self): ...
+
+    @property
+    def tombstone_deadline_ms(self) -> int | None: ...
+
+    def now_ms(self) -> int: ...
+
+    def replace_segment(self, old: Segment, new: Segment | None) -> None: ...
+
+    def finish_compaction(self, cleaned_offset: int, tombstone_deadline_ms: int | None) -> None: ...
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 
 
-def needs_compaction(log: "PartitionLog") -> bool:
+def needs_compaction(log: CompactedLog) -> bool:
     closed = log.segments[:-1]
     total = sum(s.size for s in closed)
     if not total:
@@ -81,15 +105,15 @@ def needs_compaction(log: "PartitionLog") -> bool:
     # max.compaction.lag.ms (KIP-354): a dirty record older than that is compacted whatever the
     # dirty ratio, counting from the first batch of the earliest dirty segment, as Kafka does.
     firsts = [s.first_batch_timestamp for s in dirty_segments if s.size and (s.first_batch_timestamp or 0) > 0]
-    if firsts and log._now() - log.config.max_compaction_lag_ms >= min(firsts):
+    if firsts and log.now_ms() - log.config.max_compaction_lag_ms >= min(firsts):
         return True
-    deadline = log._tombstone_deadline_ms
-    return deadline is not None and log._now() >= deadline
+    deadline = log.tombstone_deadline_ms
+    return deadline is not None and log.now_ms() >= deadline
 
 
-def compact_log(log: "PartitionLog") -> int:
+def compact_log(log: CompactedLog) -> int:
     config = log.config
-    now = log._now()
+    now = log.now_ms()
     closed = log.segments[:-1]
     cleanable: list[Segment] = []
     stable = log.last_stable_offset
@@ -204,10 +228,8 @@ def compact_log(log: "PartitionLog") -> int:
             continue
         reclaimed += seg.size - len(out)
         _swap_in(log, seg, out, interval)
-    log.cleaned_offset = max(log.cleaned_offset, log.segments[-1].base_offset if len(cleanable) == len(closed)
-                             else cleanable[-1].next_offset)
-    log._tombstone_deadline_ms = deadline
-    log._write_checkpoint(clean=False)
+    log.finish_compaction(log.segments[-1].base_offset if len(cleanable) == len(closed)
+                          else cleanable[-1].next_offset, deadline)
     return reclaimed
 
 
@@ -257,14 +279,14 @@ def _empty_batch(h) -> bytearray:
     return batch
 
 
-def _swap_in(log: "PartitionLog", seg: Segment, data: bytearray, interval: int) -> None:
+def _swap_in(log: CompactedLog, seg: Segment, data: bytearray, interval: int) -> None:
     first = seg is log.segments[0]
     i = log.segments.index(seg)
     next_base = log.segments[i + 1].base_offset if i + 1 < len(log.segments) else None
     if not data and not first:
         seg.delete_files()
         fs.fsync_dir(log.directory)
-        log._replace_segment(seg, None)
+        log.replace_segment(seg, None)
         return
     cleaned = seg.log_path + CLEANED_SUFFIX
     fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -287,4 +309,4 @@ def _swap_in(log: "PartitionLog", seg: Segment, data: bytearray, interval: int) 
     new.load_trusted(next_base, interval)
     new.sync()
     new.release()
-    log._replace_segment(seg, new)
+    log.replace_segment(seg, new)

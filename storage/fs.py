@@ -21,3 +21,11 @@ def fsync_path(path: str) -> None:
 
 def fsync_dir(directory: str) -> None:
     fsync_path(directory)
+
+
+def remove_tree(path: str) -> None:
+    """Delete a directory and everything in it, ignoring errors (a partition's files going away).
+    shutil is imported here, on the rare delete, not with every broker start."""
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 import struct
 import time
 from bisect import bisect_right
@@ -681,7 +680,25 @@ class PartitionLog:
 
         return self.config.compact and needs_compaction(self)
 
-    def _replace_segment(self, old: Segment, new: Segment | None) -> None:
+    # The cleaner's seam (storage/cleaner.py works through these and the public offsets only).
+
+    def now_ms(self) -> int:
+        """The log's clock (compaction lag and delete horizons are measured on it)."""
+        return self._now()
+
+    @property
+    def tombstone_deadline_ms(self) -> int | None:
+        """When the next compaction pass may drop a tombstone or marker past its horizon."""
+        return self._tombstone_deadline_ms
+
+    def finish_compaction(self, cleaned_offset: int, tombstone_deadline_ms: int | None) -> None:
+        """Record a compaction pass: everything below ``cleaned_offset`` has been rewritten, and the
+        next deadline; both reach the checkpoint."""
+        self.cleaned_offset = max(self.cleaned_offset, cleaned_offset)
+        self._tombstone_deadline_ms = tombstone_deadline_ms
+        self._write_checkpoint(clean=False)
+
+    def replace_segment(self, old: Segment, new: Segment | None) -> None:
         """Swap in a rewritten segment (or drop it when nothing survived)."""
         if self._clean_on_disk:
             self._mark_unclean()
@@ -722,7 +739,7 @@ class PartitionLog:
         for seg in self.segments:
             seg.release()
         self._closed = True
-        shutil.rmtree(self.directory, ignore_errors=True)
+        fs.remove_tree(self.directory)
 
     def _check_open(self) -> None:
         if self._closed:

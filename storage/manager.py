@@ -22,9 +22,9 @@ import fcntl
 import logging
 import os
 import re
-import shutil
 from typing import Callable, Iterator
 
+from . import fs
 from .config import LogConfig, topic_names
 from .log import PartitionLog, wall_clock_ms
 
@@ -156,7 +156,7 @@ class LogManager:
         for name in os.listdir(self.data_dir):
             m = _PARTITION_DIR.match(name)
             if m and m.group(1) == topic:
-                shutil.rmtree(os.path.join(self.data_dir, name), ignore_errors=True)
+                fs.remove_tree(os.path.join(self.data_dir, name))
 
     def drop_partitions(self, topic: str, first: int) -> None:
         """Remove partitions ``first`` and up of ``topic`` with their files: the undo of a
@@ -170,7 +170,7 @@ class LogManager:
         for name in os.listdir(self.data_dir):
             m = _PARTITION_DIR.match(name)
             if m and m.group(1) == topic and int(m.group(2)) >= first:
-                shutil.rmtree(os.path.join(self.data_dir, name), ignore_errors=True)
+                fs.remove_tree(os.path.join(self.data_dir, name))
 
     def tick(self, now_ms: int | None = None) -> None:
         """Maintenance: roll, flush and retention for every log, then one cleaner pass.

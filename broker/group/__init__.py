@@ -5,7 +5,6 @@ Layout (one concern per module):
 * ``state``       - GroupState with Kafka's names and the table of allowed transitions.
 * ``member``      - one member of a classic group.
 * ``classic``     - ClassicGroup: membership bookkeeping, protocol vote, leader election.
-* ``timer``       - the Timer interface, an asyncio implementation and MockTimer/FakeClock for tests.
 * ``records``     - the key/value formats of ``__consumer_offsets`` records, declared as small spec tables.
 * ``partitioner`` - which ``__consumer_offsets`` partition (hence shard) owns a group.
 * ``shard``       - a coordinator shard: the sans-IO state machine over one ``__consumer_offsets`` partition
@@ -23,5 +22,12 @@ Layout (one concern per module):
                     ``register/start/stop``.
 
 Everything but ``apis`` is synchronous and free of I/O: time comes from an injected clock, timeouts from an
-injected timer, and parked JoinGroup/SyncGroup requests are completed through callbacks.
+injected timer (the ``Clock`` and ``Timer`` of broker/clock.py: the broker's timer service when running,
+``MockTimer`` in tests), and parked JoinGroup/SyncGroup requests are completed through callbacks.
+
+``apis`` imports the coordinator's modules only when a coordinator is created (the first
+FindCoordinator, or a broker start with ``__consumer_offsets`` on disk), so a broker answers its first
+requests without them.
 """
+
+OFFSETS_TOPIC = "__consumer_offsets"

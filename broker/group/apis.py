@@ -42,14 +42,17 @@ from minikafka.broker.security.listeners import endpoint_for
 import asyncio
 import logging
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
 
-from .consumer import ConsumerConfig
-from .coordinator import OFFSETS_TOPIC, GroupCoordinator
-from .shard import GroupConfig, every_partition, join_error, sync_error
-from .timer import AsyncioTimer
+from minikafka.broker.clock import timer_scope
+
+from . import OFFSETS_TOPIC
+from .result import every_partition, join_error, sync_error
+
+if TYPE_CHECKING:  # the coordinator's modules load with the first coordinator (_activate)
+    from .coordinator import GroupCoordinator
 
 log = logging.getLogger("minikafka.group")
 
@@ -63,7 +66,7 @@ GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 NOT_REQUESTED_OPERATIONS = -2147483648
 
 
-def _coordinator(ctx) -> Optional[GroupCoordinator]:
+def _coordinator(ctx) -> "Optional[GroupCoordinator]":
     return getattr(ctx.broker, "group_coordinator", None)
 
 
@@ -529,13 +532,13 @@ async def start(broker) -> None:
     broker.group_loader = broker.loop.create_task(_load_in_background(coordinator))
 
 
-def _activate(broker, info) -> GroupCoordinator:
-    timers = getattr(broker, "timers", None)
-    if timers is not None:
-        # The broker's steerable clock: advancing it fires session and rebalance timeouts now.
-        timer = timers.scope("group")
-    else:
-        timer = AsyncioTimer(broker.loop, on_error=lambda exc: log.error("group timer failed", exc_info=exc))
+def _activate(broker, info) -> "GroupCoordinator":
+    from .consumer import ConsumerConfig
+    from .coordinator import GroupCoordinator
+    from .shard import GroupConfig
+
+    # The broker's steerable clock: advancing it fires session and rebalance timeouts now.
+    timer = timer_scope(broker, "group")
     coordinator = GroupCoordinator(info.num_partitions, lambda p: PartitionLogAdapter(broker, p), timer,
                                    broker, GroupConfig.from_broker_config(broker.config),
                                    ConsumerConfig.from_broker_config(broker.config),
@@ -545,7 +548,7 @@ def _activate(broker, info) -> GroupCoordinator:
     return coordinator
 
 
-async def _load_in_background(coordinator: GroupCoordinator) -> None:
+async def _load_in_background(coordinator: "GroupCoordinator") -> None:
     started = time.monotonic()
     for shard in coordinator.shards:
         if not coordinator.active:
@@ -557,7 +560,7 @@ async def _load_in_background(coordinator: GroupCoordinator) -> None:
              (time.monotonic() - started) * 1000)
 
 
-def ensure_coordinator(broker) -> GroupCoordinator:
+def ensure_coordinator(broker) -> "GroupCoordinator":
     """The coordinator, creating ``__consumer_offsets`` on first use (FindCoordinator for a group)."""
     coordinator = getattr(broker, "group_coordinator", None)
     if coordinator is not None:

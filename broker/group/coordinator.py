@@ -10,12 +10,11 @@ from typing import Callable, Iterator
 
 from minikafka.protocol.errors import ErrorCode
 
+from . import OFFSETS_TOPIC  # noqa: F401  (the name users of the coordinator import from here)
 from .partitioner import partition_for
 from .consumer import ConsumerConfig
 from .shard import CoordinatorShard, GroupConfig, OffsetsLog
-from .timer import Clock, Timer
-
-OFFSETS_TOPIC = "__consumer_offsets"
+from ..clock import Clock, Timer
 
 
 class GroupCoordinator:

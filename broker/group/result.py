@@ -35,3 +35,10 @@ def join_error(code: ErrorCode, member_id: str = "") -> dict:
 
 def sync_error(code: ErrorCode) -> dict:
     return {"error_code": code, "protocol_type": None, "protocol_name": None, "assignment": b""}
+
+
+def every_partition(topics: list, code: ErrorCode) -> dict:
+    """An OffsetCommit-shaped response giving every requested partition the same error."""
+    return {"topics": [{"name": t["name"], "partitions": [
+        {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]}
+        for t in topics]}

@@ -60,10 +60,10 @@ from .records import (
     encode_key,
     encode_value,
 )
-from .result import CoordinatorResult, Record, join_error, sync_error
+from .result import CoordinatorResult, Record, every_partition, join_error, sync_error
 from .result import empty as _empty
 from .state import GroupState
-from .timer import Clock, Timer
+from ..clock import Clock, Timer
 
 log = logging.getLogger("minikafka.group")
 
@@ -159,13 +159,6 @@ def _append_error(exc: BaseException) -> ErrorCode:
         return code
     return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
-
-
-def every_partition(topics: list, code: ErrorCode) -> dict:
-    """An OffsetCommit-shaped response giving every requested partition the same error."""
-    return {"topics": [{"name": t["name"], "partitions": [
-        {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]}
-        for t in topics]}
 
 class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixin):
     """The runtime (append, replay, load), offsets, transactional offsets, admin and retention here; classic

@@ -27,7 +27,6 @@ import uuid
 import zlib
 from dataclasses import dataclass, field
 
-from minikafka.protocol import otlp
 from minikafka.protocol.records import decompress
 
 log = logging.getLogger("minikafka.telemetry")
@@ -133,6 +132,8 @@ class ClientTelemetry:
             raw = decompress(compression, payload) if compression else bytes(payload)
             if len(raw) > 64 * self.max_bytes:
                 return TELEMETRY_TOO_LARGE
+            from minikafka.protocol import otlp  # loaded with the first push, not at start-up
+
             decoded = otlp.decode_metrics_data(raw)
         except Exception as exc:  # a bad payload is the client's error, not ours
             log.warning("client telemetry from %s client_id=%s is unreadable: %s", ctx.client_host, ctx.client_id, exc)

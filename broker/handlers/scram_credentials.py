@@ -13,7 +13,6 @@ CLUSTER_AUTHORIZATION_FAILED.
 from __future__ import annotations
 
 from minikafka.broker.security import authorizer as az
-from minikafka.broker.security.scram import BY_TYPE, MAX_ITERATIONS, MIN_ITERATIONS, credential_from_salted
 
 DESCRIBE, ALTER = 50, 51
 RESOURCE_NOT_FOUND, DUPLICATE_RESOURCE, UNACCEPTABLE_CREDENTIAL = 91, 92, 93
@@ -21,6 +20,8 @@ UNSUPPORTED_SASL_MECHANISM = 33
 
 
 async def describe(ctx, body: dict) -> dict:
+    from minikafka.broker.security.scram import BY_TYPE  # hashlib/hmac: loaded on first use
+
     if not az.authorize(ctx, az.DESCRIBE, az.CLUSTER):
         return {"throttle_time_ms": 0, "error_code": 31, "error_message": "Cluster authorization failed.",
                 "results": []}
@@ -52,6 +53,8 @@ async def describe(ctx, body: dict) -> dict:
 
 
 async def alter(ctx, body: dict) -> dict:
+    from minikafka.broker.security.scram import BY_TYPE, MAX_ITERATIONS, MIN_ITERATIONS, credential_from_salted
+
     store = ctx.broker.controller.security
     deletions = body.get("deletions") or []
     upsertions = body.get("upsertions") or []

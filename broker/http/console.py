@@ -179,8 +179,7 @@ def _totals(broker) -> dict:
     if m is None:
         return out
     for key, counter in (("messages_in", m.messages_in), ("bytes_in", m.bytes_in), ("bytes_out", m.bytes_out)):
-        for metric in counter.collect():
-            out[key] = int(sum(s.value for s in metric.samples if s.name.endswith("_total")))
+        out[key] = int(counter.total())
     return out
 
 

@@ -13,8 +13,9 @@ def add_parsers(subparsers) -> None:
     users.add_parser(subparsers)
 
 
-def run(args) -> int | None:
-    """Run a security sub-command; None when ``args.command`` is not one of them."""
+def run(args, open_storage=None) -> int | None:
+    """Run a security sub-command; None when ``args.command`` is not one of them.  ``open_storage``
+    (broker/controller.py's) is what ``users --data-dir`` writes through."""
     if args.command == "certs":
         from . import certs
 
@@ -22,5 +23,5 @@ def run(args) -> int | None:
     if args.command == "users":
         from . import users
 
-        return users.run(args)
+        return users.run(args, open_storage)
     return None

@@ -2,23 +2,24 @@
 
 Each accepted connection is a ``KafkaConnection`` that knows its listener (for the advertised
 address and the security protocol); on a TLS listener the connection is created only after a
-successful handshake (``tls.TlsServer``).  Every listener is logged, and also printed to stdout
-as ``minikafka listener NAME SECURITY_PROTOCOL on host:port`` so scripts and tests can find
-ports bound with ``:0``.
+successful handshake (``tls.TlsServer``).  Every listener is logged; ``minikafka serve`` (broker/cli.py)
+also prints each on stdout as ``minikafka listener NAME SECURITY_PROTOCOL on host:port`` so scripts
+can find ports bound with ``:0``.  Nothing here writes to stdout: an embedded broker runs inside a
+user's process, whose stdout is not ours.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 
-from ..connection import KafkaConnection
 from .listeners import parse_listeners
 
 log = logging.getLogger("minikafka.listeners")
 
 
-async def open_listeners(broker):
+async def open_listeners(broker, connection_class):
+    """Bind every listener; each accepted connection is ``connection_class(broker, listener=...)``
+    (broker/connection.py's KafkaConnection, handed in by the server: nothing here imports it)."""
     listeners = parse_listeners(broker.config)
     contexts = {}
     if any(item.uses_tls for item in listeners):
@@ -37,10 +38,10 @@ async def open_listeners(broker):
             from .tls import TlsServer
 
             server = TlsServer(loop, contexts[item.name], item,
-                               lambda item=item: KafkaConnection(broker, listener=item))
+                               lambda item=item: connection_class(broker, listener=item))
             await server.start(item.host, item.port)
         else:
-            server = await loop.create_server(lambda item=item: KafkaConnection(broker, listener=item),
+            server = await loop.create_server(lambda item=item: connection_class(broker, listener=item),
                                               host=item.host, port=item.port, reuse_address=True,
                                               backlog=1024)
         sockets = server.sockets or ()
@@ -49,6 +50,4 @@ async def open_listeners(broker):
         servers.append(server)
         log.info("listener %s (%s) on %s:%d, advertised %s:%d", item.name, item.security_protocol,
                  item.host, item.port, *item.advertised)
-        sys.stdout.write(f"minikafka listener {item.name} {item.security_protocol} on "
-                         f"{item.host}:{item.port}\n")
     return listeners, servers

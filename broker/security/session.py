@@ -22,18 +22,23 @@ state machine, with its state names:
 from __future__ import annotations
 
 import base64
-import hmac
 import json
 import logging
 import re
 import time
 
-from .scram import MECHANISMS as SCRAM_MECHANISMS
-from .scram import ScramError, ScramServer
-
 log = logging.getLogger("minikafka.sasl")
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+
+
+def _scram():
+    """The SCRAM module (hashlib, hmac), imported with the first SCRAM handshake, not at start-up."""
+    from . import scram
+
+    return scram
+
+
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 ANONYMOUS = "User:ANONYMOUS"
 
@@ -122,6 +127,8 @@ class PlainServer:
                                        "that is different from username")
         expected = self.users.get(user)
         # Compare even for unknown users so timing does not tell which users exist.
+        import hmac
+
         ok = hmac.compare_digest((expected or "\0unknown").encode(), password.encode())
         if expected is None or not ok:
             raise AuthenticationFailed("Authentication failed: Invalid username or password")
@@ -247,8 +254,8 @@ class SaslSession:
         self.mechanism = mechanism
         if mechanism == "PLAIN":
             self.server = PlainServer(self.security.plain_users(self.listener))
-        elif mechanism in SCRAM_MECHANISMS:
-            self.server = ScramServer(mechanism, self.security.scram_lookup)
+        elif mechanism in _scram().MECHANISMS:
+            self.server = _scram().ScramServer(mechanism, self.security.scram_lookup)
         else:
             self.server = UnsecuredOAuthBearerServer(self.security, self.listener)
         self.state = "AUTHENTICATE" if version >= 1 else "RAW_AUTHENTICATE"
@@ -259,7 +266,7 @@ class SaslSession:
         server = self.server
         try:
             reply = server.step(bytes(token))
-        except (AuthenticationFailed, ScramError) as exc:
+        except (AuthenticationFailed, _scram().ScramError) as exc:  # evaluated only on an exception
             self.state = "FAILED"
             log.warning("SASL %s authentication from %s client_id=%s on listener %s failed: %s; "
                         "closing", self.mechanism, conn.peer, conn.client_id, self.listener.name, exc)

@@ -13,9 +13,10 @@ Records (JSON dicts in storage/metadata_log.py, applied by the controller throug
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from .scram import ScramCredential
+if TYPE_CHECKING:  # scram (hashlib, hmac) loads with the first credential, not with every broker
+    from .scram import ScramCredential
 
 RECORD_TYPES = ("scram_credential", "remove_scram_credential", "acl", "remove_acl")
 
@@ -23,7 +24,7 @@ RECORD_TYPES = ("scram_credential", "remove_scram_credential", "acl", "remove_ac
 class SecurityStore:
     def __init__(self, commit: Callable[[dict], None]) -> None:
         self._commit = commit
-        self.scram_credentials: dict[tuple[str, str], ScramCredential] = {}
+        self.scram_credentials: "dict[tuple[str, str], ScramCredential]" = {}
         self.acls: dict[str, dict] = {}  # id -> acl binding (the record without "type")
         self.listeners: list[Callable[[], None]] = []  # e.g. the authorizer rebuilding its index
 
@@ -32,6 +33,8 @@ class SecurityStore:
         if kind not in RECORD_TYPES:
             return False
         if kind == "scram_credential":
+            from .scram import ScramCredential
+
             self.scram_credentials[(record["name"], record["mechanism"])] = ScramCredential.from_record(record)
         elif kind == "remove_scram_credential":
             self.scram_credentials.pop((record["name"], record["mechanism"]), None)
@@ -46,7 +49,7 @@ class SecurityStore:
 
     # -- changes (each durable before it is visible) ----------------------------------------
 
-    def upsert_scram(self, name: str, mechanism: str, credential: ScramCredential) -> None:
+    def upsert_scram(self, name: str, mechanism: str, credential: "ScramCredential") -> None:
         self._commit({"type": "scram_credential", "name": name, "mechanism": mechanism,
                       **credential.to_record()})
 

@@ -38,9 +38,8 @@ def add_parser(subparsers) -> None:
                         help="kafka-python admin client setting (with --bootstrap-server)")
 
 
-def _offline(args, mechanisms) -> int:
+def _offline(args, mechanisms, open_storage) -> int:
     from ..config import BrokerConfig
-    from ..controller import open_storage
     from .store import SecurityStore
 
     config = BrokerConfig(data_dir=args.data_dir)
@@ -117,7 +116,10 @@ def _online(args, mechanisms) -> int:
     return 0
 
 
-def run(args) -> int:
+def run(args, open_storage=None) -> int:
+    """``open_storage(config) -> (metadata log, log manager)`` opens a stopped broker's data dir for
+    ``--data-dir`` (broker/controller.py's, handed in by the command line: this module sits below
+    the controller and does not import it)."""
     mechanisms = args.mechanism or sorted(MECHANISMS)
     if args.action in ("add", "delete") and not args.name:
         print("minikafka users: a user name is required", file=sys.stderr)
@@ -125,4 +127,4 @@ def run(args) -> int:
     if args.action == "add" and not args.password:
         print("minikafka users add: --password is required", file=sys.stderr)
         return 2
-    return _offline(args, mechanisms) if args.data_dir else _online(args, mechanisms)
+    return _offline(args, mechanisms, open_storage) if args.data_dir else _online(args, mechanisms)

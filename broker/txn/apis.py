@@ -43,20 +43,24 @@ import logging
 import os
 import signal
 import time
+from typing import TYPE_CHECKING
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.records import build_control_batch
 
 from ..security import authorizer as az
 
-from ..group.timer import AsyncioTimer
-from .coordinator import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TxnConfig
+from ..clock import timer_scope
+from ..group import OFFSETS_TOPIC
+from . import TRANSACTION_STATE_TOPIC
+
+if TYPE_CHECKING:  # the coordinator's modules load with the coordinator (TxnService._activate)
+    from .coordinator import TransactionCoordinator
 
 log = logging.getLogger("minikafka.txn")
 
 ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 24, 25, 26
 DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def _fenced(error: ErrorCode, version: int, fenced_from: int) -> ErrorCode:
@@ -85,11 +89,11 @@ class TxnService:
 
     def __init__(self, broker) -> None:
         self.broker = broker
-        self.coordinator: TransactionCoordinator | None = None
+        self.coordinator: "TransactionCoordinator | None" = None
         self.loader: asyncio.Task | None = None
         crash_after = os.environ.get("MINIKAFKA_TXN_CRASH_AFTER")
         self._crash_after = crash_after
-        self._timer = None  # the broker's timer scope "txn" (or an AsyncioTimer without one)
+        self._timer = None  # the broker's timer scope "txn" (broker/clock.py)
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -98,14 +102,12 @@ class TxnService:
             log.warning("MINIKAFKA_TXN_CRASH_AFTER=%s: killing the broker now", phase)
             os.kill(os.getpid(), signal.SIGKILL)
 
-    def _activate(self, info) -> TransactionCoordinator:
+    def _activate(self, info) -> "TransactionCoordinator":
+        from .coordinator import TransactionCoordinator, TxnConfig
+
         broker = self.broker
-        timers = getattr(broker, "timers", None)
-        if timers is not None:
-            # The broker's steerable clock: advancing it aborts timed-out transactions now.
-            self._timer = timers.scope("txn")
-        else:
-            self._timer = AsyncioTimer(broker.loop, on_error=lambda exc: log.error("txn timer failed", exc_info=exc))
+        # The broker's steerable clock: advancing it aborts timed-out transactions now.
+        self._timer = timer_scope(broker, "txn")
         self.coordinator = TransactionCoordinator(
             info.num_partitions, lambda p: TxnLogAdapter(broker, p), self._timer, broker,
             broker.controller.producer_ids.next_id, self.write_markers,
@@ -113,7 +115,7 @@ class TxnService:
         self.coordinator.active = True
         return self.coordinator
 
-    def ensure(self) -> TransactionCoordinator:
+    def ensure(self) -> "TransactionCoordinator":
         if self.coordinator is not None:
             return self.coordinator
         controller = self.broker.controller
@@ -134,7 +136,7 @@ class TxnService:
         coordinator = self._activate(info)
         self.loader = self.broker.loop.create_task(self._load_in_background(coordinator))
 
-    async def _load_in_background(self, coordinator: TransactionCoordinator) -> None:
+    async def _load_in_background(self, coordinator: "TransactionCoordinator") -> None:
         started = time.monotonic()
         # Markers for __consumer_offsets go through the group shards once they are loaded.
         for shard in coordinator.shards:

@@ -14,7 +14,7 @@ and writes markers asynchronously.  A restart finds any transaction left in a Pr
 writes its markers again (a duplicate marker is harmless: the partition has no open transaction
 of that producer any more), then completes it.
 
-Time comes from an injected ``Clock`` and timeouts from a keyed ``Timer`` (broker/group/timer.py):
+Time comes from an injected ``Clock`` and timeouts from a keyed ``Timer`` (broker/clock.py):
 each Ongoing transaction has a timer at start + transaction.timeout.ms that aborts it with an
 epoch bump (the producer is fenced), and each shard a periodic timer that removes transactional
 ids idle longer than transactional.id.expiration.ms.
@@ -28,14 +28,14 @@ from typing import Callable, Iterable
 
 from minikafka.protocol.errors import ErrorCode
 
+from . import TRANSACTION_STATE_TOPIC  # noqa: F401  (importers of the coordinator find it here)
 from ..group.partitioner import partition_for
-from ..group.timer import Clock, Timer
+from ..clock import Clock, Timer
 from .shard import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TxnLog, TxnMetadata, TxnShard
 from .state import TxnState, check_transition
 
 log = logging.getLogger("minikafka.txn")
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 SHORT_MAX = 32767
 
 # (producer_id, producer_epoch, commit, partitions, coordinator_epoch) -> None

@@ -70,3 +70,15 @@ def test_serve_help_lists_every_flag_and_setting():
                  "--config-file", "--override", "--log-level", "MINIKAFKA_", "message.max.bytes",
                  "auto.create.topics.enable"):
         assert flag in out, flag
+
+
+def test_serve_parses_the_same_without_the_other_commands():
+    # A broker start builds only the serve parser (issue 24: no client or security tools loaded);
+    # the arguments come out the same as with the whole command line, and the other commands
+    # are still there for `minikafka --help`.
+    argv = ["serve", "--port", "0", "--override", "num.partitions=3", "--seed", "a.jsonl"]
+    assert vars(build_parser(serve_only=True).parse_args(argv)) == vars(build_parser().parse_args(argv))
+    out = subprocess.run([sys.executable, "-m", "minikafka", "--help"], cwd=REPO, capture_output=True,
+                         text=True, timeout=30).stdout
+    for command in ("serve", "certs", "users", "topic", "produce", "consume", "group"):
+        assert command in out, command

@@ -3,7 +3,7 @@ Metadata v13, DescribeGroups v6, and kafka-python's inference of the broker vers
 
 import uuid
 
-from minikafka.protocol import codec
+from minikafka.protocol import codec, fast
 from minikafka.protocol.records import build_batch
 
 from minikafka.broker.handlers import fetch, list_offsets, metadata
@@ -53,8 +53,8 @@ async def test_fetch_by_topic_id(broker, version):
     assert part["error_code"] == 0 and part["high_watermark"] == 3
     assert sum(len(c) for c in part["records"]) > 0
     # the response encodes (fast path) exactly as the generic codec does
-    wire = b"".join(bytes(c) for c in codec.encode_response(1, version, 1, resp))
-    assert wire == b"".join(bytes(c) for c in codec.encode_response_generic(1, version, 1, resp))
+    wire = b"".join(bytes(c) for c in fast.encode_response(1, version, 1, resp))
+    assert wire == b"".join(bytes(c) for c in codec.encode_response(1, version, 1, resp))
     _, decoded = codec.decode_response(1, version, wire[4:])
     assert decoded["responses"][0]["topic_id"] == tid
 
@@ -82,7 +82,7 @@ async def test_fenced_epoch_carries_the_leader_and_node_endpoints_from_v16(broke
     assert part["current_leader"] == {"leader_id": 1, "leader_epoch": 0}
     host, port = broker.config.advertised
     assert new["node_endpoints"] == [{"node_id": 1, "host": host, "port": port, "rack": None}]
-    wire = b"".join(bytes(c) for c in codec.encode_response(1, 16, 1, new))
+    wire = b"".join(bytes(c) for c in fast.encode_response(1, 16, 1, new))
     _, decoded = codec.decode_response(1, 16, wire[4:])
     assert decoded["node_endpoints"][0]["port"] == port
 
@@ -112,7 +112,7 @@ async def test_metadata_v13_has_a_top_level_error_code(broker):
     resp = await handle(Ctx(broker, 3, 13), {"topics": None, "allow_auto_topic_creation": False,
                                              "include_topic_authorized_operations": False})
     assert resp["error_code"] == 0
-    wire = b"".join(bytes(c) for c in codec.encode_response(3, 13, 1, resp))
+    wire = b"".join(bytes(c) for c in fast.encode_response(3, 13, 1, resp))
     _, decoded = codec.decode_response(3, 13, wire[4:])
     assert decoded["error_code"] == 0 and decoded["topics"][0]["name"] == "t"
 

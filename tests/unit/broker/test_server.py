@@ -131,3 +131,28 @@ def test_connection_summary_is_one_info_line_only_when_something_changed(caplog)
     assert len(caplog.records) == 1 and "5000 opened, 4999 closed" in caplog.records[0].getMessage()
     broker._log_connection_summary(last, 60)
     assert len(caplog.records) == 1
+
+
+async def test_the_read_buffer_is_allocated_with_the_first_connection():
+    # Idle memory (issue 24): a broker nobody has connected to holds no read buffer; the
+    # connections then share one.
+    config = BrokerConfig.load(environ={}, fields={"port": 0})
+    broker = Broker(config, controller=CountingController(), handler_modules=[])
+    await broker.start()
+    try:
+        assert broker._read_buffer is None
+        readers = []
+        for _ in range(2):
+            reader, writer = await asyncio.open_connection("127.0.0.1", broker.bound_port)
+            readers.append(writer)
+        for _ in range(100):
+            if len(broker.connections) == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert len(broker.connections) == 2
+        assert broker._read_buffer is not None
+        assert {id(c.get_buffer(1)) for c in broker.connections} == {id(broker.read_buffer)}
+        for writer in readers:
+            writer.close()
+    finally:
+        await broker.stop()

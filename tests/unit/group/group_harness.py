@@ -7,7 +7,7 @@ import struct
 from minikafka.broker.group.coordinator import GroupCoordinator
 from minikafka.broker.group.shard import CoordinatorShard, GroupConfig, MemoryOffsetsLog
 from minikafka.broker.group.state import GroupState
-from minikafka.broker.group.timer import MockTimer
+from minikafka.broker.clock import MockTimer
 from minikafka.protocol.errors import ErrorCode
 
 E = ErrorCode

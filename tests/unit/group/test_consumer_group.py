@@ -9,7 +9,7 @@ import pytest
 
 from minikafka.broker.group.consumer import ConsumerConfig, ConsumerGroupState, MemberState
 from minikafka.broker.group.shard import CoordinatorShard, GroupConfig, MemoryOffsetsLog
-from minikafka.broker.group.timer import MockTimer
+from minikafka.broker.clock import MockTimer
 from minikafka.protocol.errors import ErrorCode as E
 
 T1, T2, T3 = uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3)

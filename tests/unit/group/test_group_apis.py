@@ -11,7 +11,7 @@ from minikafka.broker.context import RequestContext
 from minikafka.broker.group import apis
 from minikafka.broker.group.coordinator import GroupCoordinator
 from minikafka.broker.group.shard import GroupConfig, MemoryOffsetsLog
-from minikafka.broker.group.timer import MockTimer
+from minikafka.broker.clock import MockTimer
 from minikafka.protocol.codec import decode_request, decode_response, encode_request, encode_response
 from minikafka.protocol.errors import ErrorCode as E
 from minikafka.protocol.errors import KafkaError

@@ -10,7 +10,7 @@ from minikafka.broker.group.records import (
     ConsumerGroupKey, GroupMetadataKey, GroupMetadataValue, MemberMetadata, OffsetCommitKey, OffsetCommitValue,
     decode_group_metadata_value, decode_key, decode_offset_commit_value, encode_key, encode_value)
 from minikafka.broker.group.state import VALID_PREVIOUS, GroupState, IllegalStateTransition, parse_state
-from minikafka.broker.group.timer import MockTimer
+from minikafka.broker.clock import MockTimer
 from minikafka.protocol.errors import CorruptRecordError
 
 S = GroupState
@@ -136,13 +136,16 @@ def test_other_record_types_are_skipped_and_garbage_rejected():
     assert encode_value(None) is None
 
 
-async def test_asyncio_timer_replaces_cancels_and_reports_errors():
+async def test_a_coordinator_timer_on_a_stand_in_broker_replaces_cancels_and_reports_errors(caplog):
+    # A broker object without the timer service (tests' stand-ins) gets a service of its own on its
+    # loop: the same Timer the broker's coordinators get (broker/clock.py's one notion of time).
     import asyncio
+    import logging
+    import types
 
-    from minikafka.broker.group.timer import AsyncioTimer
+    from minikafka.broker.clock import timer_scope
 
-    errors = []
-    timer = AsyncioTimer(asyncio.get_running_loop(), on_error=errors.append)
+    timer = timer_scope(types.SimpleNamespace(loop=asyncio.get_running_loop()), "group")
     fired = []
     timer.schedule("a", 50, lambda: fired.append("a-old"))
     timer.schedule("a", 1, lambda: fired.append("a"))  # replaces the first
@@ -150,9 +153,10 @@ async def test_asyncio_timer_replaces_cancels_and_reports_errors():
     timer.cancel("b")
     timer.schedule("c", 0, lambda: 1 / 0)
     assert timer.is_scheduled("a") and not timer.is_scheduled("b")
-    await asyncio.sleep(0.08)
+    with caplog.at_level(logging.ERROR, logger="minikafka.clock"):
+        await asyncio.sleep(0.08)
     assert fired == ["a"] and not timer.is_scheduled("a")
-    assert len(errors) == 1 and isinstance(errors[0], ZeroDivisionError)
+    assert [r.exc_info[0] for r in caplog.records if r.exc_info] == [ZeroDivisionError]
     timer.schedule("d", 1000, lambda: fired.append("d"))
     timer.cancel_all()
     assert not timer.is_scheduled("d")

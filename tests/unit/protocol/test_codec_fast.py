@@ -98,8 +98,8 @@ def test_fetch_fast_path_matches_generic(version):
     for _ in range(50):
         body = fetch_body(rng, version)
         fast_chunks = fast._fetch(version, 5, body)  # the unguarded encoder: must not fall back
-        assert joined(fast_chunks) == joined(codec.encode_response_generic(1, version, 5, body))
-        assert joined(codec.encode_response(1, version, 5, body)) == joined(fast_chunks)
+        assert joined(fast_chunks) == joined(codec.encode_response(1, version, 5, body))
+        assert joined(fast.encode_response(1, version, 5, body)) == joined(fast_chunks)
 
 
 @pytest.mark.parametrize("version", FETCH_FAST)
@@ -108,7 +108,7 @@ def test_fetch_fast_path_never_copies_records(version):
     body = fetch_body(random.Random(1), version, n_topics=1, n_parts=10)
     for p, r in zip(body["responses"][0]["partitions"], recs):
         p["records"] = r
-    chunks = codec.encode_response(1, version, 5, body)
+    chunks = fast.encode_response(1, version, 5, body)
     for r in recs:
         assert any(c is r for c in chunks)
     assert sum(len(c) for c in chunks) - 4 == int.from_bytes(bytes(chunks[0][:4]), "big")
@@ -120,8 +120,8 @@ def test_metadata_fast_path_matches_generic(version):
     for _ in range(50):
         body = metadata_body(rng, version)
         fast_chunks = fast._metadata(version, 9, body)
-        assert joined(fast_chunks) == joined(codec.encode_response_generic(3, version, 9, body))
-        assert joined(codec.encode_response(3, version, 9, body)) == joined(fast_chunks)
+        assert joined(fast_chunks) == joined(codec.encode_response(3, version, 9, body))
+        assert joined(fast.encode_response(3, version, 9, body)) == joined(fast_chunks)
 
 
 @pytest.mark.parametrize("shape", [([1], [1], []), ([1, 2, 3], [3, 1, 2], []), ([1, 2], [2, 1], []),
@@ -134,7 +134,7 @@ def test_metadata_partition_shapes(shape):
         t["partitions"] = [{"error_code": 0, "partition_index": p, "leader_id": 1, "leader_epoch": 4,
                             "replica_nodes": replicas, "isr_nodes": isr, "offline_replicas": offline}
                            for p in range(3)]
-    expected = joined(codec.encode_response_generic(3, 12, 1, body))
+    expected = joined(codec.encode_response(3, 12, 1, body))
     assert joined(fast._metadata(12, 1, body)) == expected
     _, decoded = codec.decode_response(3, 12, expected[4:])
     assert decoded["topics"][0]["partitions"][2]["isr_nodes"] == isr
@@ -142,7 +142,7 @@ def test_metadata_partition_shapes(shape):
 
 def test_encode_response_dispatches_to_the_fast_paths():
     for key in [(1, v) for v in FETCH_FAST] + [(3, v) for v in METADATA_FAST]:
-        assert codec._FAST_ENCODERS[key].fast in (fast._fetch, fast._metadata)
+        assert fast.ENCODERS[key].fast in (fast._fetch, fast._metadata)
 
 
 @pytest.mark.parametrize("api_key,version", [(1, v) for v in FETCH_FAST] + [(3, v) for v in METADATA_FAST])
@@ -170,8 +170,8 @@ def test_incomplete_or_unusual_bodies_fall_back_to_generic(api_key, version):
                                          "offline_replicas": []}]
         bodies.append(b)
     for body in bodies:
-        got = joined(codec.encode_response(api_key, version, 3, body))
-        assert got == joined(codec.encode_response_generic(api_key, version, 3, body))
+        got = joined(fast.encode_response(api_key, version, 3, body))
+        assert got == joined(codec.encode_response(api_key, version, 3, body))
         _, decoded = codec.decode_response(api_key, version, got[4:])
         if body is with_leader:
             part = decoded["responses"][0]["partitions"][0]
@@ -180,14 +180,38 @@ def test_incomplete_or_unusual_bodies_fall_back_to_generic(api_key, version):
 
 def test_fast_path_errors_are_the_generic_ones():
     with pytest.raises(ValueError, match="api 3 v12"):
-        codec.encode_response(3, 12, 1, {"topics": [{"partitions": [{"leader_id": "x"}]}]})
+        fast.encode_response(3, 12, 1, {"topics": [{"partitions": [{"leader_id": "x"}]}]})
 
 
-@pytest.mark.parametrize("first", ["minikafka.protocol.fast", "minikafka.protocol.codec", "minikafka.protocol.apis"])
-def test_fast_paths_install_whatever_is_imported_first(first):
+def test_the_codec_knows_nothing_of_the_fast_paths_and_the_broker_answers_with_them():
+    # One way arrows (issue 24): fast builds on the codec's public writer seam; the codec does not
+    # import it; the broker's connections encode through fast.encode_response.
     import subprocess
     import sys
 
-    code = f"import {first}\nfrom minikafka.protocol import codec\nprint(sorted(codec._FAST_ENCODERS))"
+    code = ("import sys\nfrom minikafka.protocol import codec\nprint('minikafka.protocol.fast' in sys.modules)\n"
+            "from minikafka.broker.connection import _default_codec\n"
+            "print(_default_codec()[1].__module__, _default_codec()[1].__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.strip() == str(sorted([(1, v) for v in FETCH_FAST] + [(3, v) for v in METADATA_FAST]))
+    assert out.stdout.split() == ["False", "minikafka.protocol.fast", "encode_response"]
+    assert sorted(fast.ENCODERS) == sorted([(1, v) for v in FETCH_FAST] + [(3, v) for v in METADATA_FAST])
+
+
+def test_encoding_a_response_touches_no_file(monkeypatch):
+    # The spec of an API is looked up once: the generic encoder asks for it on every response
+    # (its header version), and finding the file is two stat calls (~15 us of each Produce answer).
+    import pathlib
+
+    from minikafka.protocol import specs
+
+    body = {"responses": [{"name": "t", "partition_responses": [{"index": 0, "error_code": 0, "base_offset": 5}]}],
+            "throttle_time_ms": 0}
+    first = joined(fast.encode_response(0, 7, 1, body))
+
+    def no_files(*args, **kwargs):
+        raise AssertionError("a file was looked up while encoding")
+
+    monkeypatch.setattr(pathlib.Path, "is_file", no_files)
+    monkeypatch.setattr(specs, "_find", no_files)
+    assert joined(fast.encode_response(0, 7, 2, body))[8:] == first[8:]
+    assert codec.response_header_version(0, 7) == 0 and codec.request_header_version(0, 9) == 2

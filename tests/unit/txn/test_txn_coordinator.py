@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from minikafka.broker.group.timer import MockTimer
+from minikafka.broker.clock import MockTimer
 from minikafka.broker.txn.coordinator import TransactionCoordinator, TxnConfig
 from minikafka.broker.txn.records import (
     TransactionLogKey,

@@ -1,0 +1,121 @@
+"""Produce-to-consume latency at a steady rate (issue 24: p50 <= 0.15 ms at 2,000 msg/s, acks=all).
+
+One broker (``python -m minikafka serve``, a free port, a fresh data dir) per round; a librdkafka
+producer (acks=all, linger.ms=0) sends 100-byte records at ``--rate`` per second for
+``--seconds``, each carrying its send time (perf_counter, same process); a librdkafka consumer in
+a group (its default fetch.wait.max.ms, so fetches park on the broker) polls them.  Latency is
+the time from ``produce()`` to the consumer's ``poll()`` returning the record.  With
+``--baseline-python`` rounds alternate between this tree's broker and another checkout's, each
+started from its own checkout.
+
+    .venv/bin/python bench/latency.py --rounds 3 --baseline-python /tmp/base/.venv/bin/python
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+ROOT = Path(__file__).resolve().parents[1]
+READY = re.compile(r"minikafka ready on (\S+):(\d+)")
+
+
+def start(python: str, cwd: str, data: str):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE" and not k.startswith("MINIKAFKA_")}
+    proc = subprocess.Popen([python, "-m", "minikafka", "serve", "--port", "0", "--data-dir", data,
+                             "--log-level", "WARNING"], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        m = READY.search(proc.stdout.readline())
+        if m:
+            return proc, f"{m.group(1)}:{m.group(2)}"
+    raise RuntimeError("the broker did not start")
+
+
+def one_round(bootstrap: str, rate: int, seconds: float) -> list[float]:
+    topic = "latency"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(timeout=30)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "latency", "auto.offset.reset": "latest",
+                         "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + 30
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(0.1)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    producer.produce(topic, b"warm")
+    producer.flush(10)
+    samples: list[float] = []
+    total = int(rate * seconds)
+    done = threading.Event()
+
+    def consume() -> None:
+        while len(samples) < total and not done.is_set():
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error() or len(msg.value()) != 100:
+                continue
+            samples.append(time.perf_counter() - struct.unpack_from(">d", msg.value())[0])
+
+    reader = threading.Thread(target=consume)
+    reader.start()
+    interval = 1.0 / rate
+    next_at = time.perf_counter()
+    pad = bytes(92)
+    for _ in range(total):
+        now = time.perf_counter()
+        if now < next_at:
+            time.sleep(next_at - now)
+        producer.produce(topic, struct.pack(">d", time.perf_counter()) + pad)
+        producer.poll(0)
+        next_at += interval
+    producer.flush(10)
+    reader.join(10)
+    done.set()
+    consumer.close()
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rate", type=int, default=2000)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--baseline-python")
+    args = parser.parse_args()
+    trees = {"this tree": (sys.executable, str(ROOT))}
+    if args.baseline_python:
+        trees["baseline"] = (args.baseline_python, str(Path(args.baseline_python).absolute().parents[2]))
+    results: dict[str, list[tuple[float, float]]] = {t: [] for t in trees}
+    for _ in range(args.rounds):
+        for tree, (python, cwd) in trees.items():
+            with tempfile.TemporaryDirectory(prefix="minikafka-latency-") as data:
+                proc, bootstrap = start(python, cwd, data)
+                try:
+                    samples = sorted(one_round(bootstrap, args.rate, args.seconds))
+                finally:
+                    proc.terminate()
+                    proc.wait(10)
+            p50 = samples[len(samples) // 2] * 1000
+            p99 = samples[int(len(samples) * 0.99)] * 1000
+            results[tree].append((p50, p99))
+            print(f"{tree:9s} round: p50 {p50:.3f} ms, p99 {p99:.3f} ms, n={len(samples)}", flush=True)
+    for tree, rows in results.items():
+        print(f"{tree:9s} median of rounds: p50 {statistics.median(r[0] for r in rows):.3f} ms, "
+              f"p99 {statistics.median(r[1] for r in rows):.3f} ms")
+
+
+if __name__ == "__main__":
+    main()
