@@ -27,4 +27,5 @@ HANDLER_MODULES: list[str] = [
     "minikafka.broker.handlers.sasl",
     "minikafka.broker.handlers.scram_credentials",
     "minikafka.broker.handlers.acls",
+    "minikafka.broker.handlers.delegation_tokens",
 ]
