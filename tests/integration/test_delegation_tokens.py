@@ -12,7 +12,8 @@ SCRAM, the StandardAuthorizer and ``delegation.token.secret.key``:
 * librdkafka (confluent-kafka) cannot send SCRAM extensions: a token id and HMAC as its username
   and password are refused, as Kafka refuses them;
 * a raw SCRAM login with ``tokenauth=true``: the session lifetime is the token's, and the token
-  is gone (its login refused) once the broker clock passes its expiry and the expiry check runs.
+  is gone (its login refused) once the broker clock passes its expiry and the expiry check runs;
+* a broker killed and started again still knows its tokens (metadata-log records).
 """
 
 from __future__ import annotations
@@ -21,13 +22,15 @@ import base64
 import hashlib
 import hmac
 import os
+import socket
 import subprocess
+import types
 from pathlib import Path
 
 import pytest
 
 from clienttools import ROOT, require_java_jars, require_tool
-from conftest import RawClient
+from conftest import BrokerProcess, RawClient
 
 pytestmark = pytest.mark.integration
 
@@ -181,3 +184,43 @@ def test_token_session_lifetime_and_expiry_on_the_broker_clock(token_broker, dav
         assert _scram(raw, "dave", "dave-pw")["error_code"] == 0
         remaining = raw.request(41, 3, {"owners": [{"principal_type": "User", "principal_name": "dave"}]})
     assert token["token_id"] not in {t["token_id"] for t in remaining["tokens"]}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_tokens_survive_a_killed_broker(tmp_path):
+    """Tokens are metadata-log records: after a kill -9 and a start, the same token id and HMAC
+    log in again (the HMAC and SCRAM credentials are derived again from the secret key), and
+    renewals made before the kill stand."""
+    plain, sasl = _free_port(), _free_port()
+    broker = BrokerProcess(tmp_path, {
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256", "delegation.token.secret.key": SECRET,
+        "connection.failed.authentication.delay.ms": 0})
+    try:
+        with RawClient(plain) as raw:
+            salt = os.urandom(16)
+            upsert = {"name": "frank", "mechanism": 1, "iterations": 4096, "salt": salt,
+                      "salted_password": hashlib.pbkdf2_hmac("sha256", b"frank-pw", salt, 4096)}
+            assert raw.request(51, 0, {"deletions": [], "upsertions": [upsert]})["results"][0]["error_code"] == 0
+        ports = types.SimpleNamespace(ports={"PLAINTEXT": plain, "SASL_PLAINTEXT": sasl})
+        token = _create_token(ports, "frank", "frank-pw", 3_600_000)
+        with RawClient(sasl) as raw:
+            assert _scram(raw, "frank", "frank-pw")["error_code"] == 0
+            renewed = raw.request(39, 2, {"hmac": bytes(token["hmac"]), "renew_period_ms": 120_000})
+        assert renewed["error_code"] == 0
+        broker.restart(kill=True)
+        password = base64.b64encode(bytes(token["hmac"])).decode()
+        with RawClient(sasl) as raw:
+            assert _scram(raw, token["token_id"], password, ",tokenauth=true")["error_code"] == 0
+        with RawClient(sasl) as raw:
+            assert _scram(raw, "frank", "frank-pw")["error_code"] == 0
+            (described,) = raw.request(41, 3, {"owners": None})["tokens"]
+        assert described["token_id"] == token["token_id"] and bytes(described["hmac"]) == bytes(token["hmac"])
+        assert described["expiry_timestamp"] == renewed["expiry_timestamp_ms"]
+    finally:
+        broker.stop()
