@@ -57,7 +57,7 @@ def _tokens(ctx) -> tk.DelegationTokens:
     return ctx.broker.controller.security.tokens
 
 
-def _create_error(ctx, code: int, owner: str, requester: str, timestamps: int = -1) -> dict:
+def _create_error(code: int, owner: str, requester: str, timestamps: int = -1) -> dict:
     owner_type, owner_name = tk.split_principal(owner)
     req_type, req_name = tk.split_principal(requester)
     return {"error_code": code, "principal_type": owner_type, "principal_name": owner_name,
@@ -72,17 +72,17 @@ async def create(ctx, body: dict) -> dict:
     owner = requester if not owner_name else f"{body.get('owner_principal_type')}:{owner_name}"
     renewers = [(r.get("principal_type"), r.get("principal_name")) for r in body.get("renewers") or ()]
     if not allow_token_requests(ctx):
-        return _create_error(ctx, tk.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, owner, requester)
+        return _create_error(tk.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, owner, requester)
     if owner != requester and not az.authorize(ctx, az.CREATE_TOKENS, az.USER, owner):
-        return _create_error(ctx, tk.DELEGATION_TOKEN_AUTHORIZATION_FAILED, owner, requester)
+        return _create_error(tk.DELEGATION_TOKEN_AUTHORIZATION_FAILED, owner, requester)
     if any(kind != tk.USER_TYPE for kind, _ in renewers):
-        return _create_error(ctx, tk.INVALID_PRINCIPAL_TYPE, owner, requester)
+        return _create_error(tk.INVALID_PRINCIPAL_TYPE, owner, requester)
     error, token = _tokens(ctx).create(requester, owner, renewers, body.get("max_lifetime_ms", -1),
                                        ctx.broker.now_ms())
     if error:
         # The controller's refusal: its response keeps the message's defaults (0, "", empty).
-        return _create_error(ctx, error, owner, requester, timestamps=0)
-    response = _create_error(ctx, 0, owner, requester)
+        return _create_error(error, owner, requester, timestamps=0)
+    response = _create_error(0, owner, requester)
     response.update(issue_timestamp_ms=token.issue_timestamp, expiry_timestamp_ms=token.expiry_timestamp,
                     max_timestamp_ms=token.max_timestamp, token_id=token.token_id, hmac=token.hmac)
     return response
