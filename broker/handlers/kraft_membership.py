@@ -19,14 +19,24 @@ broker/controller formatted without ``--standalone``), checked in its order:
   adding voter because the kraft.version feature is 0".
 - RemoveRaftVoter: the same cluster-id and voter checks, then UNSUPPORTED_VERSION ("... removing
   voter ...").
+
+Should ``kraft.version`` be finalized at 1 (a standalone, dynamic quorum, as
+``kafka-storage format --standalone`` makes it), the answers are that quorum's, as Kafka 4.2 gives
+them: adding this node's id again is DUPLICATE_VOTER; adding another node first reaches its
+controller endpoint, and is REQUEST_TIMED_OUT either because it cannot ("... API_VERSIONS
+returned an error BROKER_NOT_AVAILABLE") or because that node has not replicated the metadata log
+("... since it is lagging behind"; no node ever does here); removing any voter, this node
+included, is VOTER_NOT_FOUND ("Cannot remove voter ... from the set of voters ...").
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 from minikafka.broker import features
 from minikafka.broker.security import authorizer as az
+from minikafka.broker.security.tokens import kafka_uuid_string
 
 UNREGISTER_BROKER, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER = 64, 80, 81
 CLUSTER_AUTHORIZATION_FAILED = 31
@@ -34,6 +44,8 @@ UNSUPPORTED_VERSION = 35
 INVALID_REQUEST = 42
 BROKER_ID_NOT_REGISTERED = 102
 INCONSISTENT_CLUSTER_ID = 104
+REQUEST_TIMED_OUT = 7
+DUPLICATE_VOTER, VOTER_NOT_FOUND = 126, 127
 CONTROLLER_LISTENER = "CONTROLLER"
 _CLUSTER_DENIED = "Cluster authorization failed."
 
@@ -105,26 +117,60 @@ def _kraft_version(broker) -> int:
     return features.finalized(broker).get(features.KRAFT_VERSION, 0)
 
 
+def _replica_key(voter_id: int, directory) -> str:
+    """Kafka's ``ReplicaKey.toString``, the directory id as a Kafka ``Uuid`` string."""
+    return f"ReplicaKey(id={voter_id}, directoryId={kafka_uuid_string(uuid.UUID(str(directory)).bytes)})"
+
+
+def _voters(broker) -> str:
+    from .admin_quorum import _directory_id  # the directory id DescribeQuorum reports
+
+    return f"[{_replica_key(broker.config.node_id, _directory_id(broker))}]"
+
+
+async def _reachable(host: str, port: int, timeout_ms: int) -> bool:
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), max(min(timeout_ms, 5000), 1) / 1000)
+    except (OSError, asyncio.TimeoutError, ValueError):
+        return False
+    writer.close()
+    return True
+
+
 async def add_raft_voter(ctx, body: dict) -> dict:
     refused = _common_checks(ctx, body, "Add")
     if refused is not None:
         return refused
     listeners = body.get("listeners") or []
-    if not any(item.get("name") == CONTROLLER_LISTENER for item in listeners):
+    endpoint = next((item for item in listeners if item.get("name") == CONTROLLER_LISTENER), None)
+    if endpoint is None:
         return _answer(INVALID_REQUEST, f"Add voter request didn't include the endpoint ({_endpoints_text(listeners)}) "
                                         f"for the default listener ListenerName({CONTROLLER_LISTENER})")
-    level = _kraft_version(ctx.broker)
-    return _answer(UNSUPPORTED_VERSION,
-                   f"Cluster doesn't support adding voter because the {features.KRAFT_VERSION} feature is {level}")
+    broker = ctx.broker
+    level = _kraft_version(broker)
+    if level == 0:
+        return _answer(UNSUPPORTED_VERSION,
+                       f"Cluster doesn't support adding voter because the {features.KRAFT_VERSION} feature is {level}")
+    key = _replica_key(body["voter_id"], body["voter_directory_id"])
+    if body["voter_id"] == broker.config.node_id:
+        return _answer(DUPLICATE_VOTER, f"The voter id for {key} is already part of the set of voters {_voters(broker)}.")
+    if not await _reachable(endpoint.get("host"), endpoint.get("port"), body.get("timeout_ms", 0)):
+        return _answer(REQUEST_TIMED_OUT,
+                       "Aborted add voter operation for since API_VERSIONS returned an error BROKER_NOT_AVAILABLE")
+    return _answer(REQUEST_TIMED_OUT, f"Aborted add voter operation for {key} since it is lagging behind")
 
 
 async def remove_raft_voter(ctx, body: dict) -> dict:
     refused = _common_checks(ctx, body, "Remove")
     if refused is not None:
         return refused
-    level = _kraft_version(ctx.broker)
-    return _answer(UNSUPPORTED_VERSION,
-                   f"Cluster doesn't support removing voter because the {features.KRAFT_VERSION} feature is {level}")
+    broker = ctx.broker
+    level = _kraft_version(broker)
+    if level == 0:
+        return _answer(UNSUPPORTED_VERSION,
+                       f"Cluster doesn't support removing voter because the {features.KRAFT_VERSION} feature is {level}")
+    key = _replica_key(body["voter_id"], body["voter_directory_id"])
+    return _answer(VOTER_NOT_FOUND, f"Cannot remove voter {key} from the set of voters {_voters(broker)}")
 
 
 def register(registry, broker) -> None:

@@ -189,3 +189,37 @@ async def test_write_txn_markers_needs_cluster_action_or_alter(txn_broker):
             "resource_type": az.CLUSTER, "resource_name": az.CLUSTER_NAME, "pattern_type": az.LITERAL,
             "principal": f"User:op{op}", "host": "*", "operation": op, "permission_type": az.ALLOW})
         assert codes(await wtm.write_txn_markers(ctx(b, 27, 1, f"User:op{op}"), body)) == [[("t", [(0, 0), (1, 0)])]]
+
+
+async def test_voters_on_a_standalone_quorum(broker):
+    """kraft.version 1: the answers of a quorum formatted with --standalone (Kafka 4.2.2's)."""
+    import socket
+
+    from minikafka.broker.handlers.admin_quorum import _directory_id
+    from minikafka.broker.security.tokens import kafka_uuid_string
+
+    broker.controller.finalized_features["kraft.version"] = 1
+    ours = f"ReplicaKey(id=1, directoryId={kafka_uuid_string(_directory_id(broker).bytes)})"
+    again = await km.add_raft_voter(ctx(broker, 80, 1), add_body(voter_id=1, voter_directory_id=_directory_id(broker)))
+    assert (again["error_code"], again["error_message"]) == (
+        126, f"The voter id for {ours} is already part of the set of voters [{ours}].")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    unreachable = await km.add_raft_voter(ctx(broker, 80, 1), add_body(
+        listeners=[{"name": "CONTROLLER", "host": "127.0.0.1", "port": closed}]))
+    assert (unreachable["error_code"], unreachable["error_message"]) == (
+        7, "Aborted add voter operation for since API_VERSIONS returned an error BROKER_NOT_AVAILABLE")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        reachable = await km.add_raft_voter(ctx(broker, 80, 1), add_body(
+            listeners=[{"name": "CONTROLLER", "host": "127.0.0.1", "port": s.getsockname()[1]}]))
+    assert (reachable["error_code"], reachable["error_message"]) == (
+        7, "Aborted add voter operation for ReplicaKey(id=2, directoryId=ERERESIiMzNERFVVVVVVVQ) since it is lagging behind")
+    for voter_id in (1, 2):  # Kafka refuses to remove the only voter the same way as a stranger
+        gone = await km.remove_raft_voter(ctx(broker, 81, 0), {"cluster_id": None, "voter_id": voter_id,
+                                                               "voter_directory_id": DIR})
+        assert (gone["error_code"], gone["error_message"]) == (
+            127, f"Cannot remove voter ReplicaKey(id={voter_id}, directoryId=ERERESIiMzNERFVVVVVVVQ) "
+                 f"from the set of voters [{ours}]")
