@@ -16,9 +16,9 @@ broker checks before the controller's rules, in Kafka's order (``KafkaApis``):
   DELEGATION_TOKEN_EXPIRED, DELEGATION_TOKEN_OWNER_MISMATCH (neither owner nor renewer); the
   expiry timestamp of a refused one is 0 (-1 when refused as not allowed);
 - Describe: AUTH_DISABLED; an empty owner list answers no tokens, null means every owner; a
-  token is listed when it matches a requested owner (as its owner or a renewer) and the requester
-  is its owner or a renewer, or has DESCRIBE on the DELEGATION_TOKEN resource ``<token id>``, or
-  DESCRIBE_TOKENS on the USER resource of its owner.
+  token is listed when a requested owner is its owner, requester or a renewer, and so is the
+  principal asking, or that principal has DESCRIBE on the DELEGATION_TOKEN resource
+  ``<token id>`` or DESCRIBE_TOKENS on the USER resource of the token's owner.
 
 Left out: Kafka answers a Describe from its broker's token cache, which trails the controller
 by a moment (a token created a millisecond earlier may be missing); here the cache is the

@@ -96,6 +96,12 @@ class DelegationToken:
     credentials: dict[str, ScramCredential] = field(default_factory=dict)
 
     def owner_or_renewer(self, principal: str) -> bool:
+        """Kafka's ``TokenInformation.ownerOrRenewer``: since KIP-373 the requester counts too
+        (it decides what DescribeDelegationToken lists, not who may renew)."""
+        return principal in (self.owner, self.requester) or principal in self.renewers
+
+    def may_renew(self, principal: str) -> bool:
+        """The controller's ``allowedToRenew``: the owner or a renewer."""
         return principal == self.owner or principal in self.renewers
 
     def expired(self, now_ms: int) -> bool:
@@ -215,7 +221,7 @@ class DelegationTokens:
             return error, 0
         if token.expired(now_ms):
             return DELEGATION_TOKEN_EXPIRED, 0
-        if not token.owner_or_renewer(principal):
+        if not token.may_renew(principal):
             return DELEGATION_TOKEN_OWNER_MISMATCH, 0
         lifetime = self.expiry_time_ms
         if period_ms > 0:
@@ -230,7 +236,7 @@ class DelegationTokens:
         error, token = self._find(value)
         if error:
             return error, 0
-        if not token.owner_or_renewer(principal):
+        if not token.may_renew(principal):
             return DELEGATION_TOKEN_OWNER_MISMATCH, 0
         if period_ms < 0:
             self._commit({"type": "remove_delegation_token", "token_id": token.token_id})

@@ -195,6 +195,29 @@ async def test_describe_filters_as_kafka(broker):
     assert entry["hmac"] == a["hmac"] and entry["max_timestamp"] == a["max_timestamp_ms"]
 
 
+
+async def test_describe_counts_the_requester_as_kafka_does(broker):
+    """KIP-373: a token alice asked for on carol's behalf is listed to alice (its requester) and
+    under the owner filter "alice", as Kafka 4.2.2 lists it; alice still may not renew it."""
+    broker.config.set("authorizer.class.name", "StandardAuthorizer")
+    broker.security = types.SimpleNamespace(authorizer=az.build(broker))
+    broker.controller.security.add_acl("c1", {
+        "resource_type": az.USER, "resource_name": "User:carol", "pattern_type": az.LITERAL,
+        "principal": "User:alice", "host": "*", "operation": az.CREATE_TOKENS, "permission_type": az.ALLOW})
+    mine = await create(broker)
+    for_carol = await create(broker, owner="carol")
+    assert for_carol["error_code"] == 0
+    assert (await create(broker, owner="carol", principal="User:bob"))["error_code"] == 65
+    ids = lambda r: sorted(t["token_id"] for t in r["tokens"])  # noqa: E731
+    owner = lambda n: [{"principal_type": "User", "principal_name": n}]  # noqa: E731
+    assert ids(await describe(broker)) == sorted([mine["token_id"], for_carol["token_id"]])
+    assert ids(await describe(broker, owners=owner("alice"))) == sorted([mine["token_id"], for_carol["token_id"]])
+    assert ids(await describe(broker, owners=owner("carol"))) == [for_carol["token_id"]]
+    assert ids(await describe(broker, owners=owner("alice"), principal="User:carol")) == [for_carol["token_id"]]
+    assert (await renew(broker, for_carol["hmac"], 1000))["error_code"] == tk.DELEGATION_TOKEN_OWNER_MISMATCH
+    assert (await renew(broker, for_carol["hmac"], 1000, principal="User:carol"))["error_code"] == 0
+
+
 async def test_tokens_survive_a_restart_and_the_sweep_removes_expired_ones(broker):
     a = await create(broker, max_lifetime=5000)
     b = await create(broker, renewers=[("User", "bob")])
