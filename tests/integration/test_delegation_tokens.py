@@ -42,8 +42,7 @@ def _listener_ports(server) -> dict[str, int]:
     return {item.name: item.port for item in server.listeners}
 
 
-@pytest.fixture(scope="module")
-def token_broker():
+def _start_broker():
     from minikafka import Broker
 
     config = {
@@ -55,9 +54,25 @@ def token_broker():
         "delegation.token.expiry.check.interval.ms": CHECK_INTERVAL_MS,
         "connection.failed.authentication.delay.ms": 0,
     }
-    with Broker(config=config) as kafka:
-        kafka.ports = _listener_ports(kafka.server)
-        yield kafka
+    kafka = Broker(config=config).start()
+    kafka.ports = _listener_ports(kafka.server)
+    return kafka
+
+
+@pytest.fixture(scope="module")
+def token_broker():
+    kafka = _start_broker()
+    yield kafka
+    kafka.stop()
+
+
+@pytest.fixture
+def clock_broker():
+    """A broker of its own for a test that moves the broker clock (an hour ahead of the wall
+    clock, which the Java client's checks of token lifetimes would notice)."""
+    kafka = _start_broker()
+    yield kafka
+    kafka.stop()
 
 
 def _client_jars() -> tuple[str, str]:
@@ -109,17 +124,21 @@ def _scram(raw: RawClient, user: str, password: str, extensions: str = "") -> di
     return raw.request(36, 2, {"auth_bytes": f"{without_proof},p={proof}".encode()})
 
 
-@pytest.fixture(scope="module")
-def dave(token_broker):
+def _add_user(kafka, name: str, password: str) -> None:
     from kafka.admin import KafkaAdminClient
     from kafka.admin._users import ScramMechanism, UserScramCredentialUpsertion
 
-    admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{token_broker.ports['PLAINTEXT']}")
+    admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{kafka.ports['PLAINTEXT']}")
     try:
         assert admin.alter_user_scram_credentials([
-            UserScramCredentialUpsertion("dave", ScramMechanism.SCRAM_SHA_256, "dave-pw")]) == {"dave": None}
+            UserScramCredentialUpsertion(name, ScramMechanism.SCRAM_SHA_256, password)]) == {name: None}
     finally:
         admin.close()
+
+
+@pytest.fixture(scope="module")
+def dave(token_broker):
+    _add_user(token_broker, "dave", "dave-pw")
     return "dave"
 
 
@@ -161,7 +180,9 @@ def test_librdkafka_cannot_log_in_with_a_token_but_with_a_password(token_broker,
     assert refused and "invalid credentials with SASL mechanism SCRAM-SHA-256" in refused[0], errors
 
 
-def test_token_session_lifetime_and_expiry_on_the_broker_clock(token_broker, dave):
+def test_token_session_lifetime_and_expiry_on_the_broker_clock(clock_broker):
+    token_broker = clock_broker
+    _add_user(token_broker, "dave", "dave-pw")
     token = _create_token(token_broker, "dave", "dave-pw", 3_600_000)
     password = base64.b64encode(bytes(token["hmac"])).decode()
     with RawClient(token_broker.ports["SASL_PLAINTEXT"]) as raw:
