@@ -6,7 +6,9 @@ This node is the only broker and the only voter of ``__cluster_metadata``; ``kra
 kraft.version 1).  The answers are Apache Kafka 4.2's for such a cluster (a combined
 broker/controller formatted without ``--standalone``), checked in its order:
 
-- UnregisterBroker: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED; an id other than
+- UnregisterBroker: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED (Kafka's message
+  prints its internal request object, "Request Request(processor=...) needs ALTER permission.";
+  ours is "Cluster authorization failed.", as its AddRaftVoter/RemoveRaftVoter say); an id other than
   this node's is BROKER_ID_NOT_REGISTERED ("Broker ID 7 is not currently registered"); this node's
   id is NONE with an empty message.  Left out: after that answer Kafka's broker has no
   registration until it restarts (Metadata lists no brokers, every partition is
