@@ -10,13 +10,14 @@ coordinator's would (last stable offset, aborted-transaction index, transactiona
   CLUSTER_AUTHORIZATION_FAILED;
 - per partition: UNKNOWN_TOPIC_OR_PARTITION for a topic or partition that does not exist;
   INVALID_PRODUCER_EPOCH when the marker's producer epoch is below the producer's epoch on that
-  partition; TRANSACTION_COORDINATOR_FENCED when its coordinator epoch is below the one of the
+  partition, or, for a transaction-version-2 marker (v2 ``transaction_version`` 2) ending an open
+  transaction, not above it; TRANSACTION_COORDINATOR_FENCED when its coordinator epoch is below the one of the
   producer's last marker there (checked after the producer epoch, as Kafka's ProducerAppendInfo);
   a storage failure answers its error (KAFKA_STORAGE_ERROR);
 - an empty request answers an empty list; results keep the request's order (Kafka's come from a
   hash map).
 
-v2 adds ``transaction_version`` (KIP-890); it is read but changes nothing here.  Left out: the
+v2 adds ``transaction_version`` (KIP-890), used only by that check.  Left out: the
 coordinator epochs of markers are remembered in memory (Kafka keeps them in producer state and
 snapshots), and markers to ``__consumer_offsets`` are not checked against producer epochs.
 """
@@ -65,6 +66,11 @@ def _write_one(broker, marker: dict, topic: str, partition: int) -> int:
             return int(exc.code)
         entry = controller.producer_states.for_partition(topic, partition, plog).producers.get(pid)
         if entry is not None and epoch < entry.epoch:
+            return INVALID_PRODUCER_EPOCH
+        # Transactions V2 end with a bumped epoch: a TV2 marker for an open transaction must
+        # carry an epoch above the transaction's (Kafka 4.2 answers the same epoch with 47).
+        if (marker.get("transaction_version", 0) >= 2 and entry is not None and epoch <= entry.epoch
+                and plog.txn.open_transaction_start(pid) >= 0):
             return INVALID_PRODUCER_EPOCH
     fences = _fences(broker)
     if fences.get((topic, partition, pid), -1) > coordinator_epoch:

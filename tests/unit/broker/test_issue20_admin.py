@@ -223,3 +223,22 @@ async def test_voters_on_a_standalone_quorum(broker):
         assert (gone["error_code"], gone["error_message"]) == (
             127, f"Cannot remove voter ReplicaKey(id={voter_id}, directoryId=ERERESIiMzNERFVVVVVVVQ) "
                  f"from the set of voters [{ours}]")
+
+
+async def test_transaction_version_2_markers_need_a_bumped_epoch(txn_broker):
+    """Kafka 4.2.2: a TV2 marker at the open transaction's own epoch is INVALID_PRODUCER_EPOCH;
+    a TV1 marker (or none open) at the same epoch is written."""
+    b = txn_broker
+    plog = b.controller.log("t", 0)
+    plog.append(build_batch([(b"k", b"v", [], 1000)], producer_id=88, producer_epoch=3, base_sequence=0,
+                            transactional=True))
+
+    def tv(version, epoch):
+        return {**marker(88, epoch, False, [("t", [0])]), "transaction_version": version}
+
+    assert codes(await wtm.write_txn_markers(ctx(b, 27, 2), {"markers": [tv(2, 3)]})) == [[("t", [(0, 47)])]]
+    assert plog.last_stable_offset == 0
+    assert codes(await wtm.write_txn_markers(ctx(b, 27, 2), {"markers": [tv(2, 4)]})) == [[("t", [(0, 0)])]]
+    assert plog.last_stable_offset == plog.log_end_offset
+    # nothing open any more: the same epoch is fine, as on Kafka
+    assert codes(await wtm.write_txn_markers(ctx(b, 27, 2), {"markers": [tv(2, 4)]})) == [[("t", [(0, 0)])]]
