@@ -113,3 +113,45 @@ def test_java_admin_membership_and_config_resources(kafka, admin, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
     assert [line for line in proc.stdout.splitlines() if line.startswith("OK ")] == [
         "OK list-config-resources", "OK unregister-unknown", "OK raft-voters"]
+
+
+def test_write_txn_markers_commits_transactional_offsets(kafka, admin):
+    """A COMMIT marker written with WriteTxnMarkers to ``__consumer_offsets`` makes a transaction's
+    offsets (sent with ``send_offsets_to_transaction``) committed, as the coordinator's marker
+    would; Kafka 4.2.2 answers this sequence the same way (offset 5, LSO past the marker)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition as CTP
+    from kafka import TopicPartition
+    from kafka.admin import NewTopic
+
+    from conftest import RawClient
+
+    admin.create_topics([NewTopic("wo-t", 1, 1)])
+    group = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": "wo-g"})
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "transactional.id": "wo",
+                         "transaction.timeout.ms": 600000})
+    producer.init_transactions(10)
+    producer.begin_transaction()
+    producer.produce("wo-t", b"x")
+    assert producer.flush(10) == 0
+    producer.send_offsets_to_transaction([CTP("wo-t", 0, 5)], group.consumer_group_metadata(), 10)
+    tp = TopicPartition("wo-t", 0)
+    (state,) = [s for s in admin.describe_producers([tp])[tp].active_producers if s.current_transaction_start_offset >= 0]
+    offsets_partitions = kafka.server.controller.topic("__consumer_offsets").num_partitions
+
+    with RawClient(kafka.port) as raw:
+        def committed():
+            reply = raw.request(9, 8, {"groups": [{"group_id": "wo-g", "topics": [
+                {"name": "wo-t", "partition_indexes": [0]}]}], "require_stable": True})
+            part = reply["groups"][0]["topics"][0]["partitions"][0]
+            return part["committed_offset"], part["error_code"]
+
+        assert committed() == (-1, 88)  # UNSTABLE_OFFSET_COMMIT while the transaction is open
+        reply = raw.request(27, 1, {"markers": [{
+            "producer_id": state.producer_id, "producer_epoch": state.producer_epoch, "transaction_result": True,
+            "coordinator_epoch": 0, "topics": [{"name": "wo-t", "partition_indexes": [0]},
+                                               {"name": "__consumer_offsets",
+                                                "partition_indexes": list(range(offsets_partitions))}]}]})
+        assert {p["error_code"] for t in reply["markers"][0]["topics"] for p in t["partitions"]} == {0}
+        assert committed() == (5, 0)
+    producer.commit_transaction(10)
+    group.close()
