@@ -272,7 +272,9 @@ class SaslSession:
             self.state = "FAILED"
             log.warning("SASL %s authentication from %s client_id=%s on listener %s failed: %s; "
                         "closing", self.mechanism, conn.peer, conn.client_id, self.listener.name, exc)
-            message = exc.client_message(self.mechanism) if isinstance(exc, ScramError) else str(exc)
+            # SCRAM failures carry the message Kafka sends instead of their detail (scram.ScramError)
+            client_message = getattr(exc, "client_message", None)
+            message = client_message(self.mechanism) if client_message else str(exc)
             return b"", message, 0
         if not server.complete:
             return reply, None, 0

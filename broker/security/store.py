@@ -24,13 +24,14 @@ RECORD_TYPES = ("scram_credential", "remove_scram_credential", "acl", "remove_ac
 class SecurityStore:
     def __init__(self, commit: Callable[[dict], None], config=None) -> None:
         self._commit = commit
-        from .tokens import DelegationTokens
-
-        self.tokens = (DelegationTokens.from_config(commit, config) if config is not None
-                       else DelegationTokens(commit))
         self.scram_credentials: dict[tuple[str, str], ScramCredential] = {}
         self.acls: dict[str, dict] = {}  # id -> acl binding (the record without "type")
         self.listeners: list[Callable[[], None]] = []  # e.g. the authorizer rebuilding its index
+
+        from .tokens import DelegationTokens  # delegation tokens (KIP-48), issue 20
+
+        self.tokens = (DelegationTokens.from_config(commit, config) if config is not None
+                       else DelegationTokens(commit))
 
     def apply(self, record: dict) -> bool:
         kind = record.get("type")

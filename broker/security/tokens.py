@@ -32,14 +32,13 @@ KRaft's DelegationTokenRecord / RemoveDelegationTokenRecord:
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac as _hmac
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from .scram import MECHANISMS, MIN_ITERATIONS, ScramCredential, credential_from_password
+if TYPE_CHECKING:  # scram (hashlib, hmac) is imported with the first token, not at start-up
+    from .scram import ScramCredential
 
 log = logging.getLogger("minikafka.tokens")
 
@@ -70,7 +69,10 @@ def kafka_uuid_string(raw: bytes | None = None) -> str:
 
 
 def token_hmac(secret_key: str, token_id: str) -> bytes:
-    return _hmac.new(secret_key.encode("utf-8"), token_id.encode("utf-8"), hashlib.sha512).digest()
+    import hashlib
+    import hmac
+
+    return hmac.new(secret_key.encode("utf-8"), token_id.encode("utf-8"), hashlib.sha512).digest()
 
 
 def split_principal(principal: str) -> tuple[str, str]:
@@ -93,7 +95,7 @@ class DelegationToken:
     max_timestamp: int
     expiry_timestamp: int
     hmac: bytes | None = None  # None when the broker has no secret key to compute it
-    credentials: dict[str, ScramCredential] = field(default_factory=dict)
+    credentials: "dict[str, ScramCredential]" = field(default_factory=dict)
 
     def owner_or_renewer(self, principal: str) -> bool:
         """Kafka's ``TokenInformation.ownerOrRenewer``: since KIP-373 the requester counts too
@@ -122,7 +124,7 @@ class DelegationTokens:
 
     def __init__(self, commit: Callable[[dict], None], secret_key: str | None = None, *,
                  max_lifetime_ms: int = 604800000, expiry_time_ms: int = 86400000,
-                 iterations: int = MIN_ITERATIONS) -> None:
+                 iterations: int = 4096) -> None:  # SCRAM's minimum, as Kafka derives them
         self._commit = commit
         self.secret_key = secret_key or None
         self.max_lifetime_ms = max_lifetime_ms
@@ -158,6 +160,8 @@ class DelegationTokens:
             if old is not None and old.hmac is not None:
                 token.hmac, token.credentials = old.hmac, old.credentials  # a renewal: same password
             elif self.secret_key is not None:
+                from .scram import MECHANISMS, credential_from_password
+
                 token.hmac = token_hmac(self.secret_key, token_id)
                 password = base64.b64encode(token.hmac).decode()
                 token.credentials = {mech: credential_from_password(mech, password, self.iterations)
