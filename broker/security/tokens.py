@@ -9,8 +9,9 @@ SASL/SCRAM: username = the token id, password = the base64 of the HMAC, and the 
   (UTF-8); it is never stored: every broker recomputes it from the secret when it replays a token;
 * the token id is a random Kafka ``Uuid`` in its string form (22 characters of URL-safe base64);
 * each token carries SCRAM-SHA-256 and SCRAM-SHA-512 credentials derived from the password
-  ``base64(hmac)`` with a random salt and 4096 iterations (the mechanisms' minimum), made when
-  the token is replayed (Kafka's ``DelegationTokenCache``);
+  ``base64(hmac)`` with a random salt and 4096 iterations (the mechanisms' minimum), as Kafka's
+  ``DelegationTokenCache`` makes them (here at the first login with each mechanism, not at
+  replay, so that many tokens do not slow start-up);
 * lifetimes: ``maxTimestamp = now + min(delegation.token.max.lifetime.ms, requested max lifetime
   when > 0)``; ``expiryTimestamp = min(maxTimestamp, now + delegation.token.expiry.time.ms)``;
   a renewal moves the expiry to ``min(max, now + min(expiry.time, requested period when > 0))``;
@@ -160,12 +161,7 @@ class DelegationTokens:
             if old is not None and old.hmac is not None:
                 token.hmac, token.credentials = old.hmac, old.credentials  # a renewal: same password
             elif self.secret_key is not None:
-                from .scram import MECHANISMS, credential_from_password
-
                 token.hmac = token_hmac(self.secret_key, token_id)
-                password = base64.b64encode(token.hmac).decode()
-                token.credentials = {mech: credential_from_password(mech, password, self.iterations)
-                                     for mech in MECHANISMS}
             self.tokens[token_id] = token
             if token.hmac is not None:
                 self._by_hmac[token.hmac] = token_id
@@ -181,9 +177,19 @@ class DelegationTokens:
         """(credential, owner name, expiry timestamp) for a SCRAM login with ``tokenauth=true``,
         or None for an unknown token (Kafka's ``DelegationTokenCache.credential/owner``)."""
         token = self.tokens.get(token_id)
-        if token is None or mechanism not in token.credentials:
+        if token is None or token.hmac is None:
             return None
-        return token.credentials[mechanism], split_principal(token.owner)[1], token.expiry_timestamp
+        credential = token.credentials.get(mechanism)
+        if credential is None:
+            # Derived at the first login with each mechanism rather than at replay (4 ms a token
+            # would add up at start-up); a random salt either way, as Kafka's.
+            from .scram import MECHANISMS, credential_from_password
+
+            if mechanism not in MECHANISMS:
+                return None
+            credential = credential_from_password(mechanism, base64.b64encode(token.hmac).decode(), self.iterations)
+            token.credentials[mechanism] = credential
+        return credential, split_principal(token.owner)[1], token.expiry_timestamp
 
     def describe(self, eligible: Callable[[DelegationToken], bool]) -> list[DelegationToken]:
         return sorted((t for t in self.tokens.values() if eligible(t) and t.hmac is not None),

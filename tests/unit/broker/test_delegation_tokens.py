@@ -261,6 +261,7 @@ async def test_scram_login_with_a_token(broker, mechanism):
     assert _scram_login(server, t["token_id"], password, ",tokenauth=true").startswith(b"v=")
     assert server.complete and server.token_authenticated and server.user == "alice"
     assert server.expires_ms == t["expiry_timestamp_ms"]
+    assert list(store.tokens[t["token_id"]].credentials) == [mechanism]  # derived at the first login
     assert store.tokens[t["token_id"]].credentials[mechanism].iterations == 4096
     # without the extension the token id is just an unknown user; a wrong HMAC is refused
     with pytest.raises(ScramError):
