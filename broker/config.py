@@ -237,6 +237,13 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
     _s("sasl.oauthbearer.sub.claim.name", "string", "sub", "OAUTHBEARER (unsecured): principal claim.", True),
     _s("sasl.oauthbearer.scope.claim.name", "string", "scope", "OAUTHBEARER (unsecured): scope claim.", True),
     _s("sasl.oauthbearer.allowable.clock.skew.ms", "long", 0, "OAUTHBEARER (unsecured): clock skew.", True),
+    # Delegation tokens (KIP-48, issue 20, broker/security/tokens.py): off without a secret key.
+    _s("delegation.token.secret.key", "password", "",
+       "Key of the tokens' HMAC; unset: the token APIs answer DELEGATION_TOKEN_AUTH_DISABLED.", True),
+    _s("delegation.token.max.lifetime.ms", "long", 604800000, "Longest a token lives, renewals included.", True),
+    _s("delegation.token.expiry.time.ms", "long", 86400000, "How long a token lives unless renewed.", True),
+    _s("delegation.token.expiry.check.interval.ms", "long", 3600000,
+       "How often expired tokens are removed (broker time).", True),
 )}
 
 # Topic-level settings: (type, broker synonym supplying the default).  Values are stored as

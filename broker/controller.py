@@ -13,7 +13,7 @@ controller): every change is appended to storage's metadata log first and then a
 * ``{"type": "feature_level", "name", "level"}`` (UpdateFeatures; level 0 turns the feature off);
 * ``{"type": "client_quota", "entity": [[type, name or None], ...], "key", "value" or None}``
   (AlterClientQuotas; None removes the key, a None name is the default entity).
-* SCRAM credentials and ACLs: see broker/security/store.py.
+* SCRAM credentials, ACLs and delegation tokens: see broker/security/store.py.
 
 Partition data lives in storage's LogManager, one PartitionLog per (topic, partition).
 Topic names follow Kafka's rules (``Topic.validate``): 1..249 characters of ``[a-zA-Z0-9._-]``,
@@ -97,7 +97,7 @@ class Controller:
         from .security.store import SecurityStore
 
         # SCRAM credentials and ACLs (issue 12) live in the same log; the store applies them.
-        self.security = SecurityStore(self._commit)
+        self.security = SecurityStore(self._commit, config)
         self.scram_credentials = self.security.scram_credentials
         for record in metadata_log.records():
             self._apply(record)

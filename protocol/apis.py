@@ -3,7 +3,8 @@
 ``SERVE`` is the "Serve" column of shared/PROTOCOL.md: the versions the codec must decode and
 encode.  It includes APIs whose handlers are written later (admin, transactions, "(later)"
 rows) so that the codec and its tests cover them now.  APIs marked "don't advertise" or
-"internal" there (WriteTxnMarkers 27) are absent on purpose.  Issue 14 raised the table to what a single-node KRaft Kafka 4.0 advertises
+"internal" there are absent on purpose; WriteTxnMarkers 27 is served (issue 20) for tools and tests
+that call it, as Kafka 4.2 advertises it.  Issue 14 raised the table to what a single-node KRaft Kafka 4.0 advertises
 (Fetch 17 with topic ids, ListOffsets 10, Metadata 13, DescribeCluster 2, DescribeGroups 6 and
 the single-node admin APIs), plus the KIP-714 telemetry pair, whose specs come from
 ``protocol.specs_kafka4`` because kafka-python does not ship them.  The KIP-848
@@ -50,6 +51,7 @@ SERVE: dict[int, tuple[int, int]] = {
     24: (0, 3),  # AddPartitionsToTxn
     25: (0, 4),  # AddOffsetsToTxn
     26: (0, 4),  # EndTxn
+    27: (1, 2),  # WriteTxnMarkers (issue 20: for tools and tests, as Kafka 4.2 serves it)
     28: (0, 4),  # TxnOffsetCommit
     29: (1, 3),  # DescribeAcls
     30: (1, 3),  # CreateAcls
@@ -60,6 +62,10 @@ SERVE: dict[int, tuple[int, int]] = {
     35: (1, 4),  # DescribeLogDirs
     36: (0, 2),  # SaslAuthenticate
     37: (0, 3),  # CreatePartitions
+    38: (1, 3),  # CreateDelegationToken (issue 20: delegation tokens, KIP-48)
+    39: (1, 2),  # RenewDelegationToken
+    40: (1, 2),  # ExpireDelegationToken
+    41: (1, 3),  # DescribeDelegationToken
     42: (0, 2),  # DeleteGroups
     43: (0, 2),  # ElectLeaders
     44: (0, 1),  # IncrementalAlterConfigs
@@ -74,13 +80,17 @@ SERVE: dict[int, tuple[int, int]] = {
     57: (0, 2),  # UpdateFeatures
     60: (0, 2),  # DescribeCluster
     61: (0, 0),  # DescribeProducers (later)
+    64: (0, 0),  # UnregisterBroker (issue 20)
     65: (0, 0),  # DescribeTransactions (later)
     66: (0, 1),  # ListTransactions (later)
     68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848; advertised unless group.coordinator.rebalance.protocols lacks consumer)
     69: (0, 1),  # ConsumerGroupDescribe (KIP-848)
     71: (0, 0),  # GetTelemetrySubscriptions (advertised only with client telemetry on)
     72: (0, 0),  # PushTelemetry (advertised only with client telemetry on)
+    74: (0, 1),  # ListConfigResources (issue 20)
     75: (0, 0),  # DescribeTopicPartitions
+    80: (0, 1),  # AddRaftVoter (issue 20, KIP-853)
+    81: (0, 0),  # RemoveRaftVoter (issue 20, KIP-853)
 }
 
 Handler = Callable[..., Any]

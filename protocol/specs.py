@@ -223,6 +223,10 @@ API_NAMES = {
     36: "SaslAuthenticate", 37: "CreatePartitions", 42: "DeleteGroups", 44: "IncrementalAlterConfigs",
     47: "OffsetDelete", 60: "DescribeCluster", 61: "DescribeProducers", 65: "DescribeTransactions",
     66: "ListTransactions", 68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe",
+    # issue 20
+    38: "CreateDelegationToken", 39: "RenewDelegationToken", 40: "ExpireDelegationToken",
+    41: "DescribeDelegationToken", 64: "UnregisterBroker", 74: "ListConfigResources",
+    80: "AddRaftVoter", 81: "RemoveRaftVoter",
 }
 
 

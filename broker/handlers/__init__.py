@@ -27,4 +27,8 @@ HANDLER_MODULES: list[str] = [
     "minikafka.broker.handlers.sasl",
     "minikafka.broker.handlers.scram_credentials",
     "minikafka.broker.handlers.acls",
+    "minikafka.broker.handlers.delegation_tokens",
+    "minikafka.broker.handlers.kraft_membership",
+    "minikafka.broker.handlers.config_resources",
+    "minikafka.broker.handlers.write_txn_markers",
 ]

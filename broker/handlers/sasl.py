@@ -57,7 +57,7 @@ def register(registry, broker) -> None:
             await _after_failure(session, conn)
             return {"error_code": SASL_AUTHENTICATION_FAILED, "error_message": error,
                     "auth_bytes": b"", "session_lifetime_ms": 0}
-        return {"error_code": 0, "error_message": None, "auth_bytes": reply,
+        return {"error_code": 0, "error_message": "", "auth_bytes": reply,  # "" as Kafka sends it
                 "session_lifetime_ms": lifetime}
 
     registry.register(SASL_HANDSHAKE, 0, 1, handle_handshake)

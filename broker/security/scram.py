@@ -8,6 +8,12 @@ password) end up in :func:`credential_from_salted`.
 The exchange (``ScramServer.step``): client-first ``n,,n=user,r=cnonce`` -> server-first
 ``r=cnonce+snonce,s=salt,i=iterations`` -> client-final ``c=...,r=...,p=proof`` -> server-final
 ``v=signature``.  The proof is checked by recomputing StoredKey and comparing in constant time.
+
+Delegation tokens (KIP-48): a client-first message whose extensions (``key=value`` after the
+nonce, RFC 5802 section 5.1) carry ``tokenauth=true`` names a token id as its user; the
+credential is the token's (``token_lookup``), the authenticated user is the token's owner and
+the session ends no later than the token's expiry (Kafka's ``ScramSaslServer`` with a
+``DelegationTokenCredentialCallback``).
 """
 
 from __future__ import annotations
@@ -25,7 +31,20 @@ MAX_ITERATIONS = 16384  # Kafka's limit for AlterUserScramCredentials
 
 
 class ScramError(Exception):
-    """Authentication failed; the message goes to the client in SaslAuthenticate."""
+    """Authentication failed.  As Kafka's ``SaslServerAuthenticator``, the client is told only
+    that its credentials were refused (``client_message``), except for the failures Kafka raises
+    as ``SaslAuthenticationException`` (``public=True``), whose own message is sent; the log gets
+    the detail either way."""
+
+    def __init__(self, message: str, public: bool = False) -> None:
+        super().__init__(message)
+        self.public = public
+
+    def client_message(self, mechanism: str) -> str:
+        if self.public:
+            return str(self)
+        return ("Authentication failed during authentication due to invalid credentials with SASL "
+                f"mechanism {mechanism}")
 
 
 @dataclass(frozen=True)
@@ -74,6 +93,18 @@ def _attributes(message: str) -> dict[str, str]:
     return out
 
 
+def _extensions(client_first_bare: str) -> dict[str, str]:
+    """The SCRAM extensions of a client-first message: attributes after ``r=`` (Kafka's
+    ``ScramExtensions``; ``tokenauth`` is the one it knows)."""
+    parts = client_first_bare.split(",")
+    out = {}
+    for part in parts[2:]:
+        key, sep, value = part.partition("=")
+        if sep and key:
+            out.setdefault(key, value)
+    return out
+
+
 def _saslname(value: str) -> str:
     if "=" in value.replace("=2C", "").replace("=3D", ""):
         raise ScramError("Invalid username encoding")
@@ -83,13 +114,17 @@ def _saslname(value: str) -> str:
 class ScramServer:
     """One SCRAM exchange.  ``lookup(user, mechanism)`` returns a credential or None."""
 
-    def __init__(self, mechanism: str, lookup) -> None:
+    def __init__(self, mechanism: str, lookup, token_lookup=None) -> None:
         self.mechanism = mechanism
         self.digest = MECHANISMS[mechanism][0]
         self.lookup = lookup
+        # token id, mechanism -> (credential, owner name, expiry timestamp) or None
+        self.token_lookup = token_lookup
         self.state = "RECEIVE_CLIENT_FIRST_MESSAGE"  # Kafka's ScramSaslServer.State names
-        self.user: str | None = None
+        self.user: str | None = None  # the authenticated user: a token's owner for a token login
         self.complete = False
+        self.token_authenticated = False
+        self.expires_ms: int | None = None  # a token's expiry bounds the session (KIP-368)
 
     def step(self, token: bytes) -> bytes:
         try:
@@ -117,11 +152,19 @@ class ScramServer:
         authzid = parts[1][2:] if parts[1].startswith("a=") else ""
         if authzid and _saslname(authzid) != user:
             raise ScramError("Authentication failed: Client requested an authorization id that is "
-                             "different from username")
-        credential = self.lookup(user, self.mechanism)
-        if credential is None:
-            raise ScramError("Authentication failed: Invalid user credentials")
-        self.user, self.credential = user, credential
+                             "different from username", public=True)
+        if _extensions(self.client_first_bare).get("tokenauth", "").lower() == "true":
+            found = self.token_lookup(user, self.mechanism) if self.token_lookup else None
+            if found is None:
+                raise ScramError(f"Token Authentication failed: Invalid tokenId : {user}")
+            credential, owner, self.expires_ms = found
+            self.token_authenticated = True
+            self.user, self.credential = owner, credential
+        else:
+            credential = self.lookup(user, self.mechanism)
+            if credential is None:
+                raise ScramError("Authentication failed: Invalid user credentials")
+            self.user, self.credential = user, credential
         self.nonce = attrs["r"] + base64.b64encode(os.urandom(24)).decode().rstrip("=")
         self.server_first = (f"r={self.nonce},s={base64.b64encode(credential.salt).decode()},"
                              f"i={credential.iterations}")

@@ -81,6 +81,12 @@ class Security:
         store = getattr(self.broker.controller, "scram_credentials", None)
         return store.get((user, mechanism)) if store is not None else None
 
+    def token_lookup(self, token_id: str, mechanism: str):
+        """A delegation token's SCRAM login (broker/security/tokens.py), or None."""
+        security = getattr(self.broker.controller, "security", None)
+        tokens = getattr(security, "tokens", None)
+        return tokens.scram_login(token_id, mechanism) if tokens is not None else None
+
     def reauth_ms(self, listener) -> int:
         value = listener.setting(self.config, "connections.max.reauth.ms")
         return int(value or 0)
@@ -209,6 +215,9 @@ class SaslSession:
         self.server = None
         self.expires_at_ms: int | None = None
         self.reauthenticating = False
+        # Logged in with a delegation token (Kafka's KafkaPrincipal.tokenAuthenticated): such a
+        # connection may not create, renew, expire or describe tokens.
+        self.token_authenticated = False
 
     @property
     def raw_expected(self) -> bool:
@@ -255,7 +264,7 @@ class SaslSession:
         if mechanism == "PLAIN":
             self.server = PlainServer(self.security.plain_users(self.listener))
         elif mechanism in _scram().MECHANISMS:
-            self.server = _scram().ScramServer(mechanism, self.security.scram_lookup)
+            self.server = _scram().ScramServer(mechanism, self.security.scram_lookup, self.security.token_lookup)
         else:
             self.server = UnsecuredOAuthBearerServer(self.security, self.listener)
         self.state = "AUTHENTICATE" if version >= 1 else "RAW_AUTHENTICATE"
@@ -270,7 +279,10 @@ class SaslSession:
             self.state = "FAILED"
             log.warning("SASL %s authentication from %s client_id=%s on listener %s failed: %s; "
                         "closing", self.mechanism, conn.peer, conn.client_id, self.listener.name, exc)
-            return b"", str(exc), 0
+            # SCRAM failures carry the message Kafka sends instead of their detail (scram.ScramError)
+            client_message = getattr(exc, "client_message", None)
+            message = client_message(self.mechanism) if client_message else str(exc)
+            return b"", message, 0
         if not server.complete:
             return reply, None, 0
         principal = f"User:{server.user}"
@@ -281,6 +293,7 @@ class SaslSession:
                         conn.principal, principal)
             return b"", message, 0
         conn.principal = principal
+        self.token_authenticated = bool(getattr(server, "token_authenticated", False))
         self.state = "COMPLETE"
         self.reauthenticating = False
         now = self.security.broker.now_ms()

@@ -8,7 +8,8 @@ Records (JSON dicts in storage/metadata_log.py, applied by the controller throug
 * ``{"type": "remove_scram_credential", "name", "mechanism"}`` (RemoveUserScramCredentialRecord);
 * ``{"type": "acl", "id", "resource_type", "resource_name", "pattern_type", "principal", "host",
   "operation", "permission_type"}`` (AccessControlEntryRecord, keyed by a uuid);
-* ``{"type": "remove_acl", "id"}`` (RemoveAccessControlEntryRecord).
+* ``{"type": "remove_acl", "id"}`` (RemoveAccessControlEntryRecord);
+* delegation tokens: see broker/security/tokens.py (``SecurityStore.tokens``).
 """
 
 from __future__ import annotations
@@ -22,16 +23,21 @@ RECORD_TYPES = ("scram_credential", "remove_scram_credential", "acl", "remove_ac
 
 
 class SecurityStore:
-    def __init__(self, commit: Callable[[dict], None]) -> None:
+    def __init__(self, commit: Callable[[dict], None], config=None) -> None:
         self._commit = commit
         self.scram_credentials: "dict[tuple[str, str], ScramCredential]" = {}
         self.acls: dict[str, dict] = {}  # id -> acl binding (the record without "type")
         self.listeners: list[Callable[[], None]] = []  # e.g. the authorizer rebuilding its index
 
+        from .tokens import DelegationTokens  # delegation tokens (KIP-48), issue 20
+
+        self.tokens = (DelegationTokens.from_config(commit, config) if config is not None
+                       else DelegationTokens(commit))
+
     def apply(self, record: dict) -> bool:
         kind = record.get("type")
         if kind not in RECORD_TYPES:
-            return False
+            return self.tokens.apply(record)
         if kind == "scram_credential":
             from .scram import ScramCredential
 

@@ -163,35 +163,43 @@ class TxnService:
 
     def write_markers(self, producer_id: int, producer_epoch: int, commit: bool, partitions: list,
                       coordinator_epoch: int) -> None:
+        for topic, partition in partitions:
+            if not self.write_marker(topic, partition, producer_id, producer_epoch, commit, coordinator_epoch):
+                log.info("no marker for %s-%d: the partition no longer exists", topic, partition)
+
+    def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int) -> bool:
+        """One COMMIT/ABORT marker; False when the partition does not exist; KafkaError when
+        storage fails.  The coordinator's markers and WriteTxnMarkers (handlers/write_txn_markers.py)
+        both come here."""
         broker = self.broker
         controller = broker.controller
-        now = broker.now_ms()
-        for topic, partition in partitions:
-            if topic == OFFSETS_TOPIC:
-                groups = broker.group_coordinator
-                if groups is not None and groups.active and groups.shards[partition].loaded:
-                    groups.shards[partition].complete_transaction(producer_id, producer_epoch, commit,
-                                                                  coordinator_epoch)
-                    broker.notify_append(topic, partition)
-                    self._crash_hook("marker")
-                    continue
-                # Not loaded yet: the shard applies the marker when it replays its log.
-            info = controller.topic(topic)
-            if info is None or partition >= info.num_partitions:
-                log.info("no marker for %s-%d: the partition no longer exists", topic, partition)
-                continue
-            plog = controller.log(topic, partition)
-            try:
-                plog.append(build_control_batch(commit, producer_id, producer_epoch, coordinator_epoch, now))
-            except KafkaError as exc:
-                # The decision is durable; a restart writes the markers again.
-                log.error("marker for %s-%d failed: %s", topic, partition, exc)
-                raise
-            if topic != OFFSETS_TOPIC:
-                controller.producer_states.for_partition(topic, partition, plog).end_transaction(
-                    producer_id, producer_epoch)
-            broker.notify_append(topic, partition)
-            self._crash_hook("marker")
+        if topic == OFFSETS_TOPIC:
+            groups = broker.group_coordinator
+            if groups is not None and groups.active and groups.shards[partition].loaded:
+                groups.shards[partition].complete_transaction(producer_id, producer_epoch, commit,
+                                                              coordinator_epoch)
+                broker.notify_append(topic, partition)
+                self._crash_hook("marker")
+                return True
+            # Not loaded yet: the shard applies the marker when it replays its log.
+        info = controller.topic(topic)
+        if info is None or partition >= info.num_partitions:
+            return False
+        plog = controller.log(topic, partition)
+        try:
+            plog.append(build_control_batch(commit, producer_id, producer_epoch, coordinator_epoch,
+                                            broker.now_ms()))
+        except KafkaError as exc:
+            # The decision is durable; a restart writes the markers again.
+            log.error("marker for %s-%d failed: %s", topic, partition, exc)
+            raise
+        if topic != OFFSETS_TOPIC:
+            controller.producer_states.for_partition(topic, partition, plog).end_transaction(
+                producer_id, producer_epoch)
+        broker.notify_append(topic, partition)
+        self._crash_hook("marker")
+        return True
 
     # -- produce hook ---------------------------------------------------------------------------
 

@@ -20,11 +20,16 @@ def test_serve_column():
     }
     # ACL and SCRAM credential admin APIs (issue 12)
     expected.update({29: (1, 3), 30: (1, 3), 31: (1, 3), 50: (0, 0), 51: (0, 0)})
+    # issue 20, as Kafka 4.2 advertises them: WriteTxnMarkers, delegation tokens, UnregisterBroker,
+    # ListConfigResources and the KIP-853 voter APIs
+    expected.update({27: (1, 2), 38: (1, 3), 39: (1, 2), 40: (1, 2), 41: (1, 3), 64: (0, 0),
+                     74: (0, 1), 80: (0, 1), 81: (0, 0)})
     assert SERVE == expected
 
 
 def test_internal_and_unadvertised_apis_are_not_served():
-    for key in (27,):  # 68/69 (KIP-848) are served since issue 11
+    # 27 (WriteTxnMarkers) is served since issue 20; broker-to-controller APIs are not
+    for key in (4, 5, 6, 7, 52, 53, 54, 56, 58, 62, 63, 67):
         assert key not in SERVE
 
 
@@ -53,7 +58,7 @@ def test_register_and_lookup():
     assert reg.version_range(3) == (0, 12)
 
 
-@pytest.mark.parametrize("key,lo,hi", [(3, 0, 14), (1, 3, 12), (27, 1, 1), (999, 0, 0), (3, 5, 4)])
+@pytest.mark.parametrize("key,lo,hi", [(3, 0, 14), (1, 3, 12), (27, 0, 2), (999, 0, 0), (3, 5, 4)])
 def test_register_outside_serve_is_refused(key, lo, hi):
     with pytest.raises(ValueError):
         ApiRegistry().register(key, lo, hi, lambda ctx, body: None)

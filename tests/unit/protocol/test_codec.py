@@ -197,9 +197,9 @@ def test_unsupported_version_carries_correlation_id():
     # below the served minimum, e.g. Fetch v3
     with pytest.raises(UnsupportedVersionError):
         codec.decode_request(struct.pack(">hhi", 1, 3, 1) + b"\xff\xff")
-    # known to Kafka but not served (WriteTxnMarkers is broker-to-broker)
+    # a version Kafka 4.0 removed (WriteTxnMarkers v0)
     with pytest.raises(UnsupportedVersionError):
-        codec.decode_request(struct.pack(">hhi", 27, 1, 1) + b"\xff\xff")
+        codec.decode_request(struct.pack(">hhi", 27, 0, 1) + b"\xff\xff")
 
 
 def test_unknown_api_key_is_a_protocol_error():
