@@ -22,6 +22,8 @@ apt_install() {
 
 command -v kcat >/dev/null 2>&1 || apt_install kcat
 command -v javac >/dev/null 2>&1 || apt_install default-jdk-headless
+# Maven fetches Apache Kafka (tests/kafka/pom.xml), the oracle of the conformance tests.
+command -v mvn >/dev/null 2>&1 || apt_install maven
 # The web console's tests drive a headless Chromium through Selenium and chromedriver.
 { command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || apt_install chromium chromium-driver
 
@@ -44,4 +46,4 @@ with zipfile.ZipFile(wheel) as z:
 PY
   rm -rf "$tmp"
 fi
-echo "system-deps: kcat=$(command -v kcat || echo missing) javac=$(command -v javac || echo missing) chromium=$(command -v chromium || echo missing) jars=$(ls "$jars" 2>/dev/null | tr '\n' ' ')"
+echo "system-deps: kcat=$(command -v kcat || echo missing) javac=$(command -v javac || echo missing) mvn=$(command -v mvn || echo missing) chromium=$(command -v chromium || echo missing) jars=$(ls "$jars" 2>/dev/null | tr '\n' ' ')"
