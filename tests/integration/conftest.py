@@ -229,6 +229,7 @@ class KafkaTarget:
 
 
 BrokerProcess.kind = "minikafka"
+_KAFKA_TARGETS: list[KafkaTarget] = []
 
 
 def _kafka_unavailable(reason: str):
@@ -252,7 +253,9 @@ def integration_kafka(tmp_path_factory):
         runner_broker.start()
     except kafka_runner.KafkaError as exc:
         _kafka_unavailable(str(exc))
-    yield KafkaTarget(runner_broker)
+    target = KafkaTarget(runner_broker)
+    _KAFKA_TARGETS.append(target)
+    yield target
     runner_broker.stop()
 
 
@@ -376,6 +379,9 @@ def pytest_runtest_makereport(item, call):
         for handle in _ALL_BROKERS:
             if handle.running or (tmp is not None and Path(handle.tmp_path).is_relative_to(tmp)):
                 logs.append(f"--- broker log {handle.log_path} ---\n{handle.read_log()[-20000:]}")
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("broker_kind") == "kafka" and _KAFKA_TARGETS:
+            logs.append(f"--- Apache Kafka log (tail) ---\n{_KAFKA_TARGETS[-1].read_log()}")
         if logs:
             report.sections.append(("broker log", "\n".join(logs)))
 

@@ -9,7 +9,9 @@ from kafka.admin import NewTopic
 
 from conftest import start_broker
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.minikafka_only(reason=(
+        "broker-wide max.request.partition.size.limit=4 (DescribeTopicPartitions paging) on a "
+        "broker of its own"))]
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,10 @@ import subprocess
 
 from clienttools import require_java_jars, require_tool
 from conftest import start_broker
+import pytest
+
+pytestmark = pytest.mark.minikafka_only(
+    reason="budget (the slowest client test), and its Java program lists fixed transactional ids exactly; Java transactions on Kafka are a next step")
 
 PROGRAM = r"""
 import java.time.Duration;
