@@ -1,7 +1,7 @@
 """minikafka beside Apache Kafka 4.2 in the same run: start-up, memory, throughput with broker CPU per
 GB, produce-to-consume latency, and group join/rebalance.
 
-    .venv/bin/python bench/versus_kafka.py [--runs 3] [--messages 100000] [--write-results]
+    .venv/bin/python bench/versus_kafka.py [--runs 3] [--messages 300000] [--write-results]
     .venv/bin/python bench/versus_kafka.py --only kafka --runs 1          # one broker only
 
 Apache Kafka is the single-node KRaft broker of tests/kafka/kafka_runner.py (the jars of
@@ -14,7 +14,8 @@ Each round starts each broker afresh (alternating which goes first, so that the 
 both alike), and for each broker:
 
 * start-up: launch -> first Metadata answer with the broker registered (Kafka: its storage formatted
-  beforehand, as ``kafka-storage format`` is run once per cluster; the format time is reported apart);
+  beforehand, as ``kafka-storage format`` is run once per cluster; the first start, format included, is
+  reported apart);
   the broker is started on a fresh data dir, stopped and started again on it, and the second start
   is the one timed and measured (both brokers alike);
 * idle RSS one second after start, and peak RSS (VmHWM) at the end of the round, of the broker process;
@@ -49,7 +50,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests" / "kafka"))
 
-import group as grp  # noqa: E402  (bench/group.py: group join and rebalance measurement)
 import kafka_runner  # noqa: E402
 import produce_consume as pc  # noqa: E402  (bench/produce_consume.py: producer/consumer loads, RSS)
 
@@ -83,7 +83,6 @@ class Minikafka:
         self.fresh_start_s = self._start().start_seconds
         self.proc.stop()
         self.start_s = self._start().start_seconds
-        self.format_s = 0.0
 
     def _start(self):
         self.proc = pc.BrokerProcess("minikafka", self._argv, self._workdir)
@@ -110,7 +109,6 @@ class Kafka:
         self.broker.stop()
         self.broker.start()  # keep_data: the formatted storage is reused, no format step
         self.start_s = self.broker.start_seconds
-        self.format_s = max(0.0, self.fresh_start_s - self.start_s)
         self.bootstrap, self.port, self.pid = self.broker.bootstrap, self.broker.port, self.broker.pid
 
     def read_log(self) -> str:
@@ -131,8 +129,17 @@ def with_cpu(pid: int, fn, *args) -> tuple[dict, float]:
     return result, cpu_seconds(pid) - before
 
 
+def _group_bench():
+    """bench/group.py (group join and rebalance measurement; it imports the integration tests'
+    conftest, so it is loaded only when a round runs)."""
+    import group
+
+    return group
+
+
 def coordinator_ready(port: int, timeout: float = 60.0) -> None:
     """FindCoordinator until it answers without error (creates __consumer_offsets on first use)."""
+    grp = _group_bench()
     deadline = time.monotonic() + timeout
     while True:
         client = grp.RawClient(port, client_id="bench-warm")
@@ -212,7 +219,7 @@ def one_round(kind: str, workdir: Path, messages: int, rate: int, latency_s: flo
     try:
         time.sleep(1.0)  # idle RSS once start-up work has settled
         result = {"broker": kind, "start_s": broker.start_s, "fresh_start_s": broker.fresh_start_s,
-                  "format_s": broker.format_s, "idle_rss_mb": pc.rss_kib(broker.pid, "VmRSS") / 1024}
+                  "idle_rss_mb": pc.rss_kib(broker.pid, "VmRSS") / 1024}
         coordinator_ready(broker.port)
         topic = f"bench-1kib-{uuid.uuid4().hex[:6]}"
         pc.create_topic(broker.bootstrap, topic)
@@ -227,7 +234,7 @@ def one_round(kind: str, workdir: Path, messages: int, rate: int, latency_s: flo
         pc.create_topic(broker.bootstrap, lat_topic)
         lat = e2e_latency(broker.bootstrap, lat_topic, rate, latency_s)
         result["e2e_p50_ms"], result["e2e_p99_ms"] = lat["p50_ms"], lat["p99_ms"]
-        groups = grp.measure(broker, group_runs, 2)
+        groups = _group_bench().measure(broker, group_runs, 2)
         result["group_first_join_ms"] = statistics.median(groups["first"])
         result["group_raw_first_join_ms"] = statistics.median(groups["raw"]) if groups["raw"] else float("nan")
         result["group_new_member_ms"] = statistics.median(groups["client"])
@@ -274,21 +281,22 @@ def table(rounds: list[dict], kinds: list[str]) -> str:
     return "\n".join(lines)
 
 
-def write_results(text: str) -> None:
-    current = RESULTS.read_text()
+def write_results(text: str, path: Path = RESULTS) -> None:
+    """Put ``text`` between the versus-kafka markers of ``path`` (appended with them when absent)."""
+    current = path.read_text()
     block = f"{START_MARK}\n{text}\n{END_MARK}"
     if START_MARK in current and END_MARK in current:
         before = current.split(START_MARK, 1)[0]
         after = current.split(END_MARK, 1)[1]
-        RESULTS.write_text(before + block + after)
+        path.write_text(before + block + after)
     else:
-        RESULTS.write_text(current.rstrip("\n") + "\n\n" + block + "\n")
+        path.write_text(current.rstrip("\n") + "\n\n" + block + "\n")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3, help="rounds per broker (medians)")
-    ap.add_argument("--messages", type=int, default=100_000, help="1 KiB messages produced and consumed per round")
+    ap.add_argument("--messages", type=int, default=300_000, help="1 KiB messages produced and consumed per round")
     ap.add_argument("--rate", type=int, default=1000, help="messages per second of the latency stream")
     ap.add_argument("--latency-seconds", type=float, default=5.0)
     ap.add_argument("--group-runs", type=int, default=3, help="group joins per round (bench/group.py measure)")
