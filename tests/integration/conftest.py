@@ -6,6 +6,18 @@ returns a :class:`BrokerProcess`.  Override names use underscores for dots
 (``group_min_session_timeout_ms=100`` becomes ``--override group.min.session.timeout.ms=100``).
 The broker's stdout/stderr go to ``tmp_path/broker.log``, printed when a test fails.
 Every test in this directory is marked ``integration``.
+
+**Both brokers.**  A test (or its fixtures) that asks for ``broker_kind`` runs twice: on minikafka
+(``[minikafka]``) and on the real Apache Kafka 4.2 (``[apache-kafka]``, one KRaft broker for the
+whole session, tests/kafka/kafka_runner.py, with :data:`KAFKA_SETTINGS`).  Such tests get their
+broker from :func:`broker_for` (``broker_for(request, broker_kind, tmp_path, **overrides)``): on
+minikafka a fresh broker with the overrides, on Kafka the shared broker, after checking that every
+override is one the shared broker already has (:data:`KAFKA_SETTINGS`) or one that changes nothing
+a client can see (:data:`KAFKA_IGNORED_OVERRIDES`).  Tests on the shared broker use unique topic,
+group and transactional ids.  ``@pytest.mark.minikafka_only(reason=...)`` keeps a test on
+minikafka only; every other integration test that does not ask for ``broker_kind`` carries that
+mark too (at module level where a whole module needs minikafka), and the terminal summary counts
+both kinds and names any test that is neither.  ``-k apache-kafka`` runs only the Kafka side.
 """
 
 from __future__ import annotations
@@ -168,6 +180,133 @@ def start_broker(tmp_path, **overrides) -> BrokerProcess:
     return BrokerProcess(tmp_path, overrides)
 
 
+# -- the same tests on Apache Kafka -------------------------------------------------------------
+
+BROKER_KINDS = ("minikafka", "kafka")
+BROKER_KIND_IDS = {"minikafka": "minikafka", "kafka": "apache-kafka"}
+
+# The session's Apache Kafka: the runner's defaults (those of minikafka's embedded test broker) plus
+# the broker-wide settings our integration tests give minikafka, so that one Kafka serves them all.
+KAFKA_SETTINGS = {
+    "group.min.session.timeout.ms": "1000",
+    "group.consumer.heartbeat.interval.ms": "300",
+    "group.consumer.session.timeout.ms": "6000",
+    # Kafka-only bounds (minikafka has no such settings) that must allow the two values above.
+    "group.consumer.min.heartbeat.interval.ms": "300",
+    "group.consumer.min.session.timeout.ms": "6000",
+    # Kafka looks for timed-out transactions every 10 s; minikafka aborts one at its deadline.
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+}
+
+# Overrides our tests give minikafka that change nothing a client observes on a one-node cluster.
+KAFKA_IGNORED_OVERRIDES = {
+    "offsets.topic.num.partitions": "how many partitions __consumer_offsets has",
+    "transaction.state.log.num.partitions": "how many partitions __transaction_state has",
+}
+
+
+class KafkaTarget:
+    """The session's Apache Kafka with the attributes tests read from a :class:`BrokerProcess`;
+    ``stop()`` does nothing (the session fixture stops the broker)."""
+
+    kind = "kafka"
+
+    def __init__(self, runner_broker):
+        self.runner = runner_broker
+        self.host = runner_broker.host
+        self.port = runner_broker.port
+        self.data_dir = runner_broker.data_dir  # log.dirs: <topic>-<partition>/*.log as in minikafka
+        self.pid = runner_broker.pid
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self.runner.running
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        return None
+
+    def read_log(self) -> str:
+        return self.runner.tail_logs(200)
+
+
+BrokerProcess.kind = "minikafka"
+_KAFKA_TARGETS: list[KafkaTarget] = []
+
+
+def _kafka_unavailable(reason: str):
+    if os.environ.get("MINIKAFKA_KAFKA_ORACLE") == "required":
+        pytest.fail(f"Apache Kafka is required (MINIKAFKA_KAFKA_ORACLE=required): {reason}")
+    pytest.skip(f"Apache Kafka not available: {reason}")
+
+
+@pytest.fixture(scope="session")
+def integration_kafka(tmp_path_factory):
+    """One Apache Kafka 4.2 for every integration test that runs on both brokers."""
+    sys.path.insert(0, str(REPO_ROOT / "tests" / "kafka"))
+    import kafka_runner
+
+    try:
+        kafka_runner.ensure_installed()
+    except Exception as exc:  # mvn or java missing, no network
+        _kafka_unavailable(str(exc))
+    runner_broker = kafka_runner.KafkaBroker(tmp_path_factory.mktemp("integration-kafka"), KAFKA_SETTINGS)
+    try:
+        runner_broker.start()
+    except kafka_runner.KafkaError as exc:
+        _kafka_unavailable(str(exc))
+    target = KafkaTarget(runner_broker)
+    _KAFKA_TARGETS.append(target)
+    yield target
+    runner_broker.stop()
+
+
+def _setting_name(name: str) -> str:
+    return name if "." in name else name.replace("_", ".")
+
+
+def broker_for(request, kind: str, tmp_path, **overrides):
+    """minikafka: ``start_broker(tmp_path, **overrides)``; kafka: the session's Apache Kafka, whose
+    settings must already match every override (else the test is minikafka-only)."""
+    if kind == "minikafka":
+        return start_broker(tmp_path, **overrides)
+    for name, value in overrides.items():
+        key = _setting_name(name)
+        if key in KAFKA_IGNORED_OVERRIDES:
+            continue
+        value = str(value).lower() if isinstance(value, bool) else str(value)
+        if KAFKA_SETTINGS.get(key) != value:
+            raise AssertionError(f"override {key}={value} is not a setting of the shared Apache Kafka "
+                                 f"(KAFKA_SETTINGS): add it there or mark the test minikafka_only")
+    return request.getfixturevalue("integration_kafka")
+
+
+@pytest.fixture(scope="module")
+def broker_kind(request):
+    """"minikafka" or "kafka"; parametrised by pytest_generate_tests."""
+    return request.param
+
+
+def pytest_generate_tests(metafunc):
+    if "broker_kind" not in metafunc.fixturenames:
+        return
+    only = metafunc.definition.get_closest_marker("minikafka_only")
+    kinds = ["minikafka"] if only else list(BROKER_KINDS)
+    metafunc.parametrize("broker_kind", kinds, indirect=True, scope="module",
+                         ids=[BROKER_KIND_IDS[k] for k in kinds])
+
+
+@pytest.fixture
+def any_broker(request, broker_kind, tmp_path):
+    """A broker of ``broker_kind`` with minikafka's defaults (function scope on minikafka)."""
+    handle = broker_for(request, broker_kind, tmp_path)
+    yield handle
+    handle.stop()
+
+
 @pytest.fixture
 def broker(tmp_path):
     handle = start_broker(tmp_path)
@@ -192,11 +331,46 @@ def broker_factory(tmp_path):
         handle.stop()
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "minikafka_only(reason): an integration test that runs on minikafka "
+                                       "only (not on Apache Kafka), with the reason")
+
+
+_KIND_COUNTS: dict[str, list[str]] = {}
+
+
 def pytest_collection_modifyitems(config, items):
     here = Path(__file__).parent
+    counts: dict[str, list[str]] = {"both": [], "minikafka_only": [], "unmarked": []}
     for item in items:
         if Path(str(item.fspath)).is_relative_to(here):
             item.add_marker(pytest.mark.integration)
+            callspec = getattr(item, "callspec", None)
+            kind = callspec.params.get("broker_kind") if callspec else None
+            if kind == "kafka":
+                counts["both"].append(item.nodeid)
+            elif kind is None:
+                only = item.get_closest_marker("minikafka_only")
+                if only is None:
+                    counts["unmarked"].append(item.nodeid)
+                else:
+                    assert only.kwargs.get("reason"), f"{item.nodeid}: minikafka_only needs a reason"
+                    counts["minikafka_only"].append(item.nodeid)
+            elif item.get_closest_marker("minikafka_only") is not None:
+                counts["minikafka_only"].append(item.nodeid)
+    if any(counts.values()):
+        _KIND_COUNTS.update(counts)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if not _KIND_COUNTS:
+        return
+    terminalreporter.write_line(
+        f"integration tests: {len(_KIND_COUNTS['both'])} collected on Apache Kafka as well as minikafka, "
+        f"{len(_KIND_COUNTS['minikafka_only'])} marked minikafka_only, "
+        f"{len(_KIND_COUNTS['unmarked'])} unmarked")
+    for nodeid in _KIND_COUNTS["unmarked"]:
+        terminalreporter.write_line(f"  unmarked (runs on minikafka only, no reason given): {nodeid}")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -210,6 +384,9 @@ def pytest_runtest_makereport(item, call):
         for handle in _ALL_BROKERS:
             if handle.running or (tmp is not None and Path(handle.tmp_path).is_relative_to(tmp)):
                 logs.append(f"--- broker log {handle.log_path} ---\n{handle.read_log()[-20000:]}")
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("broker_kind") == "kafka" and _KAFKA_TARGETS:
+            logs.append(f"--- Apache Kafka log (tail) ---\n{_KAFKA_TARGETS[-1].read_log()}")
         if logs:
             report.sections.append(("broker log", "\n".join(logs)))
 

@@ -18,7 +18,9 @@ import pytest
 from clienttools import ROOT, require_java_jars, require_tool
 from conftest import BrokerProcess, RawClient
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.minikafka_only(reason=(
+        "a broker of its own with StandardAuthorizer, SASL listeners and minikafka's users; ACL "
+        "answers are compared with Kafka in tests/conformance"))]
 
 LISTENER_LINE = re.compile(r"listener (\S+) \((\S+)\) on 127\.0\.0\.1:(\d+)")
 USERS = {"admin": "admin-pw", "alice": "alice-pw", "bob": "bob-pw", "mallory": "mallory-pw",

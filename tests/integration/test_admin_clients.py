@@ -7,27 +7,47 @@ slow part); every test uses its own topic names."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import pytest
 
 try:  # tests/integration as a package or as a rootdir module
-    from .conftest import start_broker
+    from .conftest import broker_for
 except ImportError:
-    from conftest import start_broker
+    from conftest import broker_for
 
 TIMEOUT_S = 10
 
 
 @pytest.fixture(scope="module")
-def kafka(tmp_path_factory):
-    handle = start_broker(tmp_path_factory.mktemp("admin"))
+def kafka(request, broker_kind, tmp_path_factory):
+    handle = broker_for(request, broker_kind, tmp_path_factory.mktemp("admin"))
     yield handle
     handle.stop()
 
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def eventually(read, ok, timeout: float = TIMEOUT_S):
+    """``read()`` until ``ok(result)`` or the timeout; returns the last result.  Apache Kafka answers
+    an admin change once its controller committed it and its broker applies it from the metadata log
+    a moment later, so a read right after the change may still see the old state (minikafka applies
+    it before answering)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            result = read()
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            result = None
+        else:
+            if ok(result) or time.monotonic() > deadline:
+                return result
+        time.sleep(0.05)
 
 
 # -- kafka-python ---------------------------------------------------------------------------
@@ -48,10 +68,11 @@ def test_kafka_python_topic_lifecycle(kp_admin):
     res = kp_admin.create_topics({name: {"num_partitions": 3, "replication_factor": 1,
                                          "configs": {"retention.ms": "3600000"}}})
     assert res["topics"][0]["error_code"] == 0
-    assert name in kp_admin.list_topics()
+    assert name in eventually(kp_admin.list_topics, lambda topics: name in topics)
 
-    configs = kp_admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)],
-                                        include_synonyms=True, config_filter="all")["topic"][name]
+    configs = eventually(lambda: kp_admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)],
+                                                           include_synonyms=True, config_filter="all")["topic"][name],
+                         lambda c: "retention.ms" in c)
     assert configs["retention.ms"]["value"] == "3600000"
     assert configs["retention.ms"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
     assert configs["cleanup.policy"]["value"] == "delete"
@@ -60,16 +81,17 @@ def test_kafka_python_topic_lifecycle(kp_admin):
     result = kp_admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name,
                                                     configs={"segment.ms": "60000"})])
     assert result["topic"][name] == "OK"
-    modified = kp_admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])["topic"][name]
+    modified = eventually(lambda: kp_admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])["topic"][name],
+                          lambda c: c.get("segment.ms", {}).get("value") == "60000")
     assert modified["segment.ms"]["value"] == "60000"
     assert modified["retention.ms"]["value"] == "3600000"
 
     kp_admin.create_partitions({name: 5})
-    meta = kp_admin.describe_topics([name])
+    meta = eventually(lambda: kp_admin.describe_topics([name]), lambda m: len(m[0]["partitions"]) == 5)
     assert len(meta[0]["partitions"]) == 5
 
     kp_admin.delete_topics([name])
-    assert name not in kp_admin.list_topics()
+    assert name not in eventually(kp_admin.list_topics, lambda topics: name not in topics)
 
 
 def test_kafka_python_errors(kp_admin):
@@ -169,7 +191,11 @@ def test_confluent_topics_configs_partitions(ck_admin):
                             KafkaError.INVALID_REPLICATION_FACTOR, KafkaError.INVALID_CONFIG])
 
     resource = ConfigResource(ResourceType.TOPIC, name)
-    entries = ck_admin.describe_configs([resource])[resource].result(timeout=TIMEOUT_S)
+
+    def describe():
+        return ck_admin.describe_configs([resource])[resource].result(timeout=TIMEOUT_S)
+
+    entries = eventually(describe, lambda e: e["cleanup.policy"].value == "compact")
     assert entries["cleanup.policy"].value == "compact"
     assert entries["cleanup.policy"].source == 1  # DYNAMIC_TOPIC_CONFIG
     assert entries["retention.ms"].is_default
@@ -178,12 +204,13 @@ def test_confluent_topics_configs_partitions(ck_admin):
         ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.APPEND),
         ConfigEntry("retention.bytes", "1048576", incremental_operation=AlterConfigOpType.SET)])
     ck_admin.incremental_alter_configs([change])[change].result(timeout=TIMEOUT_S)
-    entries = ck_admin.describe_configs([resource])[resource].result(timeout=TIMEOUT_S)
+    entries = eventually(describe, lambda e: e["retention.bytes"].value == "1048576")
     assert entries["cleanup.policy"].value == "compact,delete"
     assert entries["retention.bytes"].value == "1048576"
 
     ck_admin.create_partitions([NewPartitions(name, 4)])[name].result(timeout=TIMEOUT_S)
-    metadata = ck_admin.list_topics(topic=name, timeout=TIMEOUT_S)
+    metadata = eventually(lambda: ck_admin.list_topics(topic=name, timeout=TIMEOUT_S),
+                          lambda m: len(m.topics[name].partitions) == 4)
     assert len(metadata.topics[name].partitions) == 4
     assert _ck_code(ck_admin.create_partitions([NewPartitions(name, 2)])[name]) == KafkaError.INVALID_PARTITIONS
 
@@ -233,14 +260,23 @@ def test_aiokafka_admin(kafka):
             resp = await admin.create_topics([NewTopic(name, 2, 1)])
             assert resp.topic_errors[0][1] == 36
 
-            described = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])
-            entries = {e[0]: e[1] for e in described[0].resources[0][4]}
+            async def topic_entries(want):
+                # Kafka's broker learns a topic (and a change of its configs) from the metadata log a
+                # moment after the controller answered; minikafka at once.  Read until it shows.
+                deadline = time.monotonic() + TIMEOUT_S
+                while True:
+                    described = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])
+                    entries = {e[0]: e[1] for e in described[0].resources[0][4]}
+                    if entries.get("retention.ms") == want or time.monotonic() > deadline:
+                        return entries
+                    await asyncio.sleep(0.05)
+
+            entries = await topic_entries("120000")
             assert entries["retention.ms"] == "120000"
 
             await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name,
                                                       configs={"retention.ms": "240000"})])
-            described = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])
-            entries = {e[0]: e[1] for e in described[0].resources[0][4]}
+            entries = await topic_entries("240000")
             assert entries["retention.ms"] == "240000"
 
             await admin.create_partitions({name: NewPartitions(3)})
@@ -274,25 +310,39 @@ def test_confluent_dynamic_broker_config(kafka, ck_admin):
     dynamic = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
         ConfigEntry("log.retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)])
     ck_admin.incremental_alter_configs([dynamic])[dynamic].result(timeout=TIMEOUT_S)
+
+    def broker_entries_once(predicate):
+        # Kafka answers the alteration once it is in the metadata log and applies it to the broker a
+        # moment later (minikafka at once): read until the change shows, boundedly.
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:
+            entries = ck_admin.describe_configs([broker_resource])[broker_resource].result(timeout=TIMEOUT_S)
+            if predicate(entries) or time.monotonic() > deadline:
+                return entries
+            time.sleep(0.05)
+
     try:
-        entries = ck_admin.describe_configs([broker_resource])[broker_resource].result(timeout=TIMEOUT_S)
+        entries = broker_entries_once(lambda e: e["log.retention.ms"].value is not None)
         assert entries["log.retention.ms"].value == "7200000"
         assert entries["log.retention.ms"].source == 2  # DYNAMIC_BROKER_CONFIG
         # A new topic's default follows the dynamic broker value.
         name = unique("ckdyn")
         ck_admin.create_topics([NewTopic(name, 1, 1)])[name].result(timeout=TIMEOUT_S)
         topic_resource = ConfigResource(ResourceType.TOPIC, name)
-        topic_entries = ck_admin.describe_configs([topic_resource])[topic_resource].result(timeout=TIMEOUT_S)
+        topic_entries = eventually(
+            lambda: ck_admin.describe_configs([topic_resource])[topic_resource].result(timeout=TIMEOUT_S),
+            lambda e: e is not None)
         assert topic_entries["retention.ms"].value == "7200000"
         assert topic_entries["retention.ms"].source == 2
     finally:
         reset = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
             ConfigEntry("log.retention.ms", None, incremental_operation=AlterConfigOpType.DELETE)])
         ck_admin.incremental_alter_configs([reset])[reset].result(timeout=TIMEOUT_S)
-    entries = ck_admin.describe_configs([broker_resource])[broker_resource].result(timeout=TIMEOUT_S)
+    entries = broker_entries_once(lambda e: e["log.retention.ms"].value is None)
     assert entries["log.retention.ms"].value is None
 
 
+@pytest.mark.minikafka_only(reason="restarts the broker process")
 def test_dynamic_broker_configs_survive_restart(broker):
     from kafka import KafkaAdminClient
     from kafka.admin import ConfigResource, ConfigResourceType

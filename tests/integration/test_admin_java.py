@@ -5,6 +5,7 @@ The program is kept in this file and compiled into a temporary directory by the 
 """
 
 import subprocess
+import uuid
 
 import pytest
 
@@ -109,9 +110,10 @@ def admin_classes(tmp_path_factory):
     return f"{out}:{jars}/*"
 
 
-def test_java_admin_client(broker, admin_classes):
+def test_java_admin_client(any_broker, admin_classes):
     java = require_tool("java")
-    proc = subprocess.run([java, "-cp", admin_classes, "AdminCheck", broker.bootstrap, "java-admin"],
+    proc = subprocess.run([java, "-cp", admin_classes, "AdminCheck", any_broker.bootstrap,
+                           f"java-admin-{uuid.uuid4().hex[:8]}"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "OK"

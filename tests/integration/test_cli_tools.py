@@ -15,7 +15,7 @@ import pytest
 
 from conftest import start_broker
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.minikafka_only(reason="minikafka's CLI")]
 
 SCRIPT = shutil.which("minikafka", path=str(Path(sys.executable).parent)) or "minikafka"
 

@@ -16,6 +16,10 @@ import subprocess
 from clienttools import require_java_jars, require_tool
 from conftest import start_broker
 from test_group_clients import create_topic, produce
+import pytest
+
+pytestmark = pytest.mark.minikafka_only(
+    reason="budget: a broker per test and three Java programs; KIP-848 on Apache Kafka is covered by test_consumer_group_protocol.py")
 
 PROGRAM = r"""
 import java.time.Duration;

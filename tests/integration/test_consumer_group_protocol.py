@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from conftest import RawClient, start_broker
+from conftest import RawClient, broker_for, start_broker
 from test_group_clients import create_topic, wait_until
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -25,8 +25,8 @@ WAIT = 30.0
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    handle = start_broker(tmp_path_factory.mktemp("cg"), **OVERRIDES)
+def broker(request, broker_kind, tmp_path_factory):
+    handle = broker_for(request, broker_kind, tmp_path_factory.mktemp("cg"), **OVERRIDES)
     yield handle
     handle.stop()
 
@@ -301,6 +301,7 @@ def test_classic_group_upgraded_to_consumer_group_keeps_its_offsets(broker):
     assert "CONSUMER" in types[group].upper()
 
 
+@pytest.mark.minikafka_only(reason="restarts the broker process")
 def test_broker_restart_keeps_consumer_group_state(tmp_path):
     handle = start_broker(tmp_path / "b", **OVERRIDES)
     try:
@@ -330,6 +331,8 @@ def test_broker_restart_keeps_consumer_group_state(tmp_path):
         handle.stop()
 
 
+@pytest.mark.minikafka_only(reason="needs a broker with group.coordinator.rebalance.protocols=classic "
+                                   "(a second Apache Kafka for one ApiVersions answer)")
 def test_consumer_protocol_can_be_switched_off(tmp_path):
     """``group.coordinator.rebalance.protocols=classic``: 68/69 are not advertised nor served."""
     handle = start_broker(tmp_path / "off", group_coordinator_rebalance_protocols="classic")

@@ -19,6 +19,8 @@ import pytest
 from clienttools import require_java_jars, require_tool
 from minikafka import Broker, ControlError
 
+pytestmark = pytest.mark.minikafka_only(reason="minikafka's control API (faults, clock, stalls)")
+
 SETTINGS = {"group.min.session.timeout.ms": 1000, "offsets.topic.num.partitions": 5,
             "group.initial.rebalance.delay.ms": 0}
 

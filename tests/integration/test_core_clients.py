@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from conftest import RawClient, start_broker
+from conftest import RawClient, broker_for, start_broker
 from minikafka.protocol.records import iter_batches, iter_records
 
 # Recent CreateTime timestamps: records older than retention.ms (7 days) may be deleted by the
@@ -32,8 +32,8 @@ CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
 @pytest.fixture(scope="module")
-def shared(tmp_path_factory):
-    handle = start_broker(tmp_path_factory.mktemp("core-clients"))
+def shared(request, broker_kind, tmp_path_factory):
+    handle = broker_for(request, broker_kind, tmp_path_factory.mktemp("core-clients"))
     yield handle
     handle.stop()
 
@@ -278,6 +278,7 @@ def test_seek_to_end_then_nothing_until_new_records(shared):
     assert [(m.offset, m.value) for m in fresh] == [(3, b"new")]
 
 
+@pytest.mark.minikafka_only(reason="restarts or kills the broker process")
 @pytest.mark.parametrize("how", ["sigterm", "sigkill"])
 def test_restart_reads_everything_back_at_the_same_offsets(tmp_path, how):
     handle = start_broker(tmp_path)
@@ -303,6 +304,7 @@ def test_restart_reads_everything_back_at_the_same_offsets(tmp_path, how):
         handle.stop()
 
 
+@pytest.mark.minikafka_only(reason="restarts or kills the broker process")
 def test_kill_after_a_clean_restart_keeps_what_was_produced_since(tmp_path):
     """A clean start leaves each partition's clean-shutdown flag set until its first write
     (storage/log.py _mark_unclean), so a kill -9 after writes must still find and keep them."""
@@ -323,6 +325,7 @@ def test_kill_after_a_clean_restart_keeps_what_was_produced_since(tmp_path):
         handle.stop()
 
 
+@pytest.mark.minikafka_only(reason="minikafka's shutdown time and its log line")
 def test_clean_shutdown_is_fast_and_exits_zero(tmp_path):
     handle = start_broker(tmp_path)
     produce_kafka_python(handle.bootstrap, "s", [(b"k", b"v", [], TS0)])

@@ -14,7 +14,8 @@ import pytest
 from clienttools import require_java_jars, require_tool
 from conftest import BrokerProcess
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.minikafka_only(reason=(
+        "reads minikafka's debug log and sets its fetch-session cache size"))]
 
 PARTITIONS = 24
 

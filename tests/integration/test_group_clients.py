@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import uuid
 from collections import Counter
 
 import pytest
-from conftest import RawClient, start_broker
+from conftest import RawClient, broker_for
 
 
 TOPIC = "orders"
@@ -22,6 +23,11 @@ PARTITIONS = 4
 WAIT_S = 20.0
 
 BROKER_OVERRIDES = dict(group_min_session_timeout_ms=1000, offsets_topic_num_partitions=5)
+
+
+def unique(prefix: str) -> str:
+    """Topic and group names of their own: on Apache Kafka every test shares one broker."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def wait_until(predicate, timeout=WAIT_S, what="condition", interval=0.05):
@@ -208,28 +214,29 @@ def partitions_split(consumers, expect_nonempty=True):
 
 
 @pytest.mark.parametrize("kind", ["kafka-python", "confluent", "aiokafka"])
-def test_members_split_rebalance_and_take_over(tmp_path, kind):
-    broker = start_broker(tmp_path, **BROKER_OVERRIDES)
+def test_members_split_rebalance_and_take_over(request, broker_kind, tmp_path, kind):
+    broker = broker_for(request, broker_kind, tmp_path, **BROKER_OVERRIDES)
     consumers = []
+    topic = unique("split")
     try:
-        create_topic(broker.bootstrap)
-        produce(broker.bootstrap, 0, 200)
-        group = f"split-{kind}"
-        c1 = Consumer(kind, broker.bootstrap, group, name=f"{kind}-1")
-        c2 = Consumer(kind, broker.bootstrap, group, name=f"{kind}-2")
+        create_topic(broker.bootstrap, topic)
+        produce(broker.bootstrap, 0, 200, topic)
+        group = unique(f"split-{kind}")
+        c1 = Consumer(kind, broker.bootstrap, group, topic=topic, name=f"{kind}-1")
+        c2 = Consumer(kind, broker.bootstrap, group, topic=topic, name=f"{kind}-2")
         consumers += [c1, c2]
         wait_until(lambda: partitions_split([c1, c2]), what="two members splitting 4 partitions")
         assert len(c1.assigned) == len(c2.assigned) == 2
 
-        c3 = Consumer(kind, broker.bootstrap, group, name=f"{kind}-3")
+        c3 = Consumer(kind, broker.bootstrap, group, topic=topic, name=f"{kind}-3")
         consumers.append(c3)
         wait_until(lambda: partitions_split([c1, c2, c3]), what="three members sharing the partitions")
-        produce(broker.bootstrap, 200, 200)
+        produce(broker.bootstrap, 200, 200, topic)
         wait_until(lambda: len({v for c in consumers for v in c.values}) >= 400, what="400 consumed")
 
         c1.stop()  # close: LeaveGroup, the others take over its partitions
         wait_until(lambda: partitions_split([c2, c3]), what="two remaining members taking over")
-        produce(broker.bootstrap, 400, 200)
+        produce(broker.bootstrap, 400, 200, topic)
         wait_until(lambda: len({v for c in consumers for v in c.values}) >= 600, what="600 consumed")
         for c in consumers[1:]:
             c.stop()
@@ -245,14 +252,15 @@ def test_members_split_rebalance_and_take_over(tmp_path, kind):
 
 
 @pytest.mark.parametrize("kind", ["kafka-python", "confluent", "aiokafka"])
-def test_member_that_stops_polling_is_removed_after_max_poll_interval(tmp_path, kind):
-    broker = start_broker(tmp_path, **BROKER_OVERRIDES)
+def test_member_that_stops_polling_is_removed_after_max_poll_interval(request, broker_kind, tmp_path, kind):
+    broker = broker_for(request, broker_kind, tmp_path, **BROKER_OVERRIDES)
     consumers = []
+    topic = unique("stall")
     try:
-        create_topic(broker.bootstrap)
-        produce(broker.bootstrap, 0, 40)
-        group = f"stall-{kind}"
-        opts = dict(session_ms=2000, heartbeat_ms=300, max_poll_ms=3000)
+        create_topic(broker.bootstrap, topic)
+        produce(broker.bootstrap, 0, 40, topic)
+        group = unique(f"stall-{kind}")
+        opts = dict(session_ms=2000, heartbeat_ms=300, max_poll_ms=3000, topic=topic)
         a = Consumer(kind, broker.bootstrap, group, name=f"{kind}-a", **opts)
         b = Consumer(kind, broker.bootstrap, group, name=f"{kind}-b", **opts)
         consumers += [a, b]
@@ -263,7 +271,7 @@ def test_member_that_stops_polling_is_removed_after_max_poll_interval(tmp_path, 
         wait_until(lambda: len(b.assigned) == PARTITIONS, timeout=15, what="b owning every partition")
         elapsed = time.monotonic() - paused_at
         assert elapsed >= 2.5, f"member removed after {elapsed:.2f}s, before its max.poll.interval.ms"
-        produce(broker.bootstrap, 40, 40)
+        produce(broker.bootstrap, 40, 40, topic)
         wait_until(lambda: {f"m{i}" for i in range(40, 80)} <= set(b.values), what="b consuming on")
     finally:
         for c in consumers:
@@ -278,35 +286,36 @@ def _subscription(topic: str) -> bytes:
         + (-1).to_bytes(4, "big", signed=True)
 
 
-def test_rebalance_waits_exactly_for_a_member_that_does_not_rejoin(tmp_path):
+def test_rebalance_waits_exactly_for_a_member_that_does_not_rejoin(request, broker_kind, tmp_path):
     """Seed 002 at the protocol level: a member heartbeats but never rejoins; the join phase ends at
     its rebalance timeout, it is removed, and the newcomer gets every partition."""
-    broker = start_broker(tmp_path, **BROKER_OVERRIDES)
+    broker = broker_for(request, broker_kind, tmp_path, **BROKER_OVERRIDES)
+    topic, group = unique("seed002"), unique("seed002")
     consumer = None
     stop = threading.Event()
     try:
-        create_topic(broker.bootstrap)
+        create_topic(broker.bootstrap, topic)
         raw = RawClient(broker.port)
         # As every client does: find the coordinator first (this also creates __consumer_offsets).
-        found = raw.request(10, 3, {"key": "seed002", "key_type": 0})
+        found = raw.request(10, 3, {"key": group, "key_type": 0})
         assert found["error_code"] == 0 and found["port"] == broker.port
-        join = {"group_id": "seed002", "session_timeout_ms": 10000, "rebalance_timeout_ms": 2500,
+        join = {"group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 2500,
                 "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
-                "protocols": [{"name": "range", "metadata": _subscription(TOPIC)}]}
+                "protocols": [{"name": "range", "metadata": _subscription(topic)}]}
         first = raw.request(11, 5, join)
         assert first["error_code"] == 79  # MEMBER_ID_REQUIRED
         member_id = first["member_id"]
         joined = raw.request(11, 5, {**join, "member_id": member_id})
         assert joined["error_code"] == 0 and joined["leader"] == member_id
         generation = joined["generation_id"]
-        synced = raw.request(14, 3, {"group_id": "seed002", "generation_id": generation, "member_id": member_id,
+        synced = raw.request(14, 3, {"group_id": group, "generation_id": generation, "member_id": member_id,
                                      "group_instance_id": None, "assignments": []})
         assert synced["error_code"] == 0
         heartbeat_errors = []
 
         def heartbeats():
             while not stop.is_set():
-                r = raw.request(12, 3, {"group_id": "seed002", "generation_id": generation,
+                r = raw.request(12, 3, {"group_id": group, "generation_id": generation,
                                         "member_id": member_id, "group_instance_id": None})
                 heartbeat_errors.append((time.monotonic(), r["error_code"]))
                 if r["error_code"] == 25:  # UNKNOWN_MEMBER_ID: removed
@@ -317,7 +326,7 @@ def test_rebalance_waits_exactly_for_a_member_that_does_not_rejoin(tmp_path):
         started = time.monotonic()
         # The group's rebalance timeout is the largest member rebalance timeout (max.poll.interval.ms):
         # max(2500, 3000) = 3000 ms.
-        consumer = Consumer("kafka-python", broker.bootstrap, "seed002", session_ms=6000, max_poll_ms=3000)
+        consumer = Consumer("kafka-python", broker.bootstrap, group, topic=topic, session_ms=6000, max_poll_ms=3000)
         wait_until(lambda: consumer.assigned == frozenset(range(PARTITIONS)), timeout=15,
                    what="the newcomer owning every partition")
         elapsed = time.monotonic() - started
@@ -333,27 +342,28 @@ def test_rebalance_waits_exactly_for_a_member_that_does_not_rejoin(tmp_path):
         broker.stop()
 
 
-def test_static_member_restart_keeps_assignment_without_rebalance(tmp_path):
-    broker = start_broker(tmp_path, **BROKER_OVERRIDES)
+def test_static_member_restart_keeps_assignment_without_rebalance(request, broker_kind, tmp_path):
+    broker = broker_for(request, broker_kind, tmp_path, **BROKER_OVERRIDES)
+    topic, group = unique("static"), unique("static")
     consumers = []
     try:
-        create_topic(broker.bootstrap)
-        opts = dict(session_ms=10000, heartbeat_ms=300)
-        a = Consumer("confluent", broker.bootstrap, "static", instance_id="inst-a", name="a", **opts)
-        b = Consumer("confluent", broker.bootstrap, "static", instance_id="inst-b", name="b", **opts)
+        create_topic(broker.bootstrap, topic)
+        opts = dict(session_ms=10000, heartbeat_ms=300, topic=topic)
+        a = Consumer("confluent", broker.bootstrap, group, instance_id="inst-a", name="a", **opts)
+        b = Consumer("confluent", broker.bootstrap, group, instance_id="inst-b", name="b", **opts)
         consumers += [a, b]
         wait_until(lambda: partitions_split([a, b]), what="two static members splitting partitions")
         time.sleep(1.0)  # let any follow-up rebalance of the initial joins settle
         b_assignment, b_changes, b_callbacks = b.assigned, b.assignment_changes, b.rebalance_callbacks
         a_assignment = a.assigned
         a.stop()  # a static member leaves no LeaveGroup behind: its partitions wait for it
-        a2 = Consumer("confluent", broker.bootstrap, "static", instance_id="inst-a", name="a2", **opts)
+        a2 = Consumer("confluent", broker.bootstrap, group, instance_id="inst-a", name="a2", **opts)
         consumers.append(a2)
         wait_until(lambda: a2.assigned == a_assignment, timeout=15, what="the restarted member's old partitions")
         time.sleep(1.0)
         assert b.assigned == b_assignment and b.assignment_changes == b_changes, "b saw a rebalance"
         assert b.rebalance_callbacks == b_callbacks, "b's rebalance listener ran"
-        produce(broker.bootstrap, 0, 40)
+        produce(broker.bootstrap, 0, 40, topic)
         wait_until(lambda: len(set(a2.values) | set(b.values)) >= 40, what="both consuming")
     finally:
         for c in consumers:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import subprocess
 
 from clienttools import require_java_jars, require_tool
-from conftest import start_broker
-from test_group_clients import BROKER_OVERRIDES, create_topic, produce
+from conftest import broker_for
+from test_group_clients import BROKER_OVERRIDES, create_topic, produce, unique
 
 PROGRAM = r"""
 import java.time.Duration;
@@ -96,19 +96,20 @@ public class GroupRun {
 """
 
 
-def test_java_consumer_group_and_admin(tmp_path):
+def test_java_consumer_group_and_admin(request, broker_kind, tmp_path):
     javac = require_tool("javac")
     java = require_tool("java")
     jars = require_java_jars()
     src = tmp_path / "GroupRun.java"
     src.write_text(PROGRAM)
     subprocess.run([javac, "-cp", f"{jars}/*", "-d", str(tmp_path), str(src)], check=True, timeout=120)
-    broker = start_broker(tmp_path / "b", **BROKER_OVERRIDES)
+    broker = broker_for(request, broker_kind, tmp_path / "b", **BROKER_OVERRIDES)
+    topic, group = unique("orders"), unique("java-group")
     try:
-        create_topic(broker.bootstrap)
-        produce(broker.bootstrap, 0, 80)  # 20 per partition
-        out = subprocess.run([java, "-cp", f"{tmp_path}:{jars}/*", "GroupRun", broker.bootstrap, "orders",
-                              "java-group", "2", "80"], capture_output=True, text=True, timeout=90)
+        create_topic(broker.bootstrap, topic)
+        produce(broker.bootstrap, 0, 80, topic)  # 20 per partition
+        out = subprocess.run([java, "-cp", f"{tmp_path}:{jars}/*", "GroupRun", broker.bootstrap, topic,
+                              group, "2", "80"], capture_output=True, text=True, timeout=90)
         lines = dict(line.split(" ", 1) for line in out.stdout.splitlines() if " " in line)
         assert out.returncode == 0, out.stdout + out.stderr[-4000:]
         assert lines["DISTINCT"] == "80"

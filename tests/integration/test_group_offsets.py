@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import start_broker
-from test_group_clients import BROKER_OVERRIDES, PARTITIONS, TOPIC, Consumer, create_topic, produce, wait_until
+from conftest import broker_for, start_broker
+from test_group_clients import BROKER_OVERRIDES, PARTITIONS, TOPIC, Consumer, create_topic, produce, unique, wait_until
 
 
 def kp_consumer(bootstrap, group, **kw):
@@ -17,14 +17,14 @@ def kp_consumer(bootstrap, group, **kw):
                          enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=300, **kw)
 
 
-def kp_subscribed(bootstrap, group):
+def kp_subscribed(bootstrap, group, topic=TOPIC):
     """A kafka-python consumer subscribed to TOPIC once it knows the topic's partitions: subscribed
     before, a kafka-python 3.0 leader can assign before the metadata arrives ("No partition metadata
     for topic"), hand out nothing and rejoin, one more rebalance for the client bug poll_until
     works around."""
     consumer = kp_consumer(bootstrap, group)
-    consumer.partitions_for_topic(TOPIC)
-    consumer.subscribe([TOPIC])
+    consumer.partitions_for_topic(topic)
+    consumer.subscribe([topic])
     return consumer
 
 
@@ -41,50 +41,52 @@ def poll_until(consumer, predicate, timeout=15.0):
     return records
 
 
-def test_kafka_python_resumes_at_committed_offset_with_metadata(tmp_path):
+def test_kafka_python_resumes_at_committed_offset_with_metadata(request, broker_kind, tmp_path):
     from kafka import TopicPartition
     from kafka.structs import OffsetAndMetadata
 
-    broker = start_broker(tmp_path, **BROKER_OVERRIDES)
+    broker = broker_for(request, broker_kind, tmp_path, **BROKER_OVERRIDES)
+    topic, group = unique("resume"), unique("resume")
     try:
-        create_topic(broker.bootstrap)
-        produce(broker.bootstrap, 0, 40)  # 10 per partition
-        c = kp_subscribed(broker.bootstrap, "resume")
+        create_topic(broker.bootstrap, topic)
+        produce(broker.bootstrap, 0, 40, topic)  # 10 per partition
+        c = kp_subscribed(broker.bootstrap, group, topic)
         poll_until(c, lambda rs: len(rs) >= 40)
         # Commit a position behind what was consumed (an uncommitted tail of 5 per partition).
-        c.commit({TopicPartition(TOPIC, p): OffsetAndMetadata(5, f"ckpt-{p}", -1) for p in range(PARTITIONS)})
+        c.commit({TopicPartition(topic, p): OffsetAndMetadata(5, f"ckpt-{p}", -1) for p in range(PARTITIONS)})
         c.close()
 
-        c2 = kp_subscribed(broker.bootstrap, "resume")
+        c2 = kp_subscribed(broker.bootstrap, group, topic)
         records = poll_until(c2, lambda rs: len(rs) >= 20)
         firsts = {}
         for r in records:
             firsts.setdefault(r.partition, r.offset)
         assert firsts == {p: 5 for p in range(PARTITIONS)}
-        committed = c2.committed(TopicPartition(TOPIC, 2), metadata=True)
+        committed = c2.committed(TopicPartition(topic, 2), metadata=True)
         assert committed.offset == 5 and committed.metadata == "ckpt-2"
         c2.close()
     finally:
         broker.stop()
 
 
-def test_confluent_commit_metadata_round_trip(tmp_path):
+def test_confluent_commit_metadata_round_trip(request, broker_kind, tmp_path):
     from confluent_kafka import Consumer as CKConsumer, TopicPartition
 
-    broker = start_broker(tmp_path, **BROKER_OVERRIDES)
+    broker = broker_for(request, broker_kind, tmp_path, **BROKER_OVERRIDES)
+    topic, group = unique("ck-meta"), unique("ck-meta")
     try:
-        create_topic(broker.bootstrap)
-        produce(broker.bootstrap, 0, 40)
-        conf = {"bootstrap.servers": broker.bootstrap, "group.id": "ck-meta", "enable.auto.commit": False,
+        create_topic(broker.bootstrap, topic)
+        produce(broker.bootstrap, 0, 40, topic)
+        conf = {"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False,
                 "auto.offset.reset": "earliest", "session.timeout.ms": 6000}
         c = CKConsumer(conf)
-        c.commit(offsets=[TopicPartition(TOPIC, p, 7, metadata=f"m{p}") for p in range(PARTITIONS)],
+        c.commit(offsets=[TopicPartition(topic, p, 7, metadata=f"m{p}") for p in range(PARTITIONS)],
                  asynchronous=False)
         c.close()
         c2 = CKConsumer(conf)
-        got = c2.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=10)
+        got = c2.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
         assert [(tp.offset, tp.metadata) for tp in got] == [(7, f"m{p}") for p in range(PARTITIONS)]
-        c2.subscribe([TOPIC])
+        c2.subscribe([topic])
         firsts = {}
         deadline = time.monotonic() + 15
         while len(firsts) < PARTITIONS and time.monotonic() < deadline:
@@ -97,6 +99,7 @@ def test_confluent_commit_metadata_round_trip(tmp_path):
         broker.stop()
 
 
+@pytest.mark.minikafka_only(reason="restarts or kills the broker process")
 @pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "sigkill"])
 def test_broker_restart_keeps_offsets_and_group_state(tmp_path, kill):
     from kafka.admin import KafkaAdminClient
@@ -145,33 +148,34 @@ def test_broker_restart_keeps_offsets_and_group_state(tmp_path, kill):
         broker.stop()
 
 
-def test_admin_describe_list_delete_groups_and_offsets_with_lag(tmp_path):
+def test_admin_describe_list_delete_groups_and_offsets_with_lag(request, broker_kind, tmp_path):
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka import Consumer as CKConsumer
     from confluent_kafka.admin import AdminClient
     from kafka.admin import KafkaAdminClient
     from kafka.structs import TopicPartition as KTP
 
-    broker = start_broker(tmp_path, **BROKER_OVERRIDES)
+    broker = broker_for(request, broker_kind, tmp_path, **BROKER_OVERRIDES)
+    topic, group = unique("watched"), unique("watched")
     consumers = []
     try:
-        create_topic(broker.bootstrap)
-        produce(broker.bootstrap, 0, 40)  # 10 per partition
-        a = Consumer("confluent", broker.bootstrap, "watched", name="alpha")
-        b = Consumer("confluent", broker.bootstrap, "watched", name="beta")
+        create_topic(broker.bootstrap, topic)
+        produce(broker.bootstrap, 0, 40, topic)  # 10 per partition
+        a = Consumer("confluent", broker.bootstrap, group, topic=topic, name="alpha")
+        b = Consumer("confluent", broker.bootstrap, group, topic=topic, name="beta")
         consumers += [a, b]
         wait_until(lambda: len(set(a.values) | set(b.values)) >= 40 and a.assigned and b.assigned
                    and len(a.assigned | b.assigned) == PARTITIONS, what="both members consuming")
         time.sleep(0.5)
         a.paused.set()
         b.paused.set()
-        produce(broker.bootstrap, 40, 8)  # lag: 2 per partition
+        produce(broker.bootstrap, 40, 8, topic)  # lag: 2 per partition
 
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         listed = admin.list_consumer_groups(request_timeout=10).result()
-        assert {(g.group_id, str(g.state)) for g in listed.valid} >= {("watched", "ConsumerGroupState.STABLE")}
+        assert {(g.group_id, str(g.state)) for g in listed.valid} >= {(group, "ConsumerGroupState.STABLE")}
 
-        desc = admin.describe_consumer_groups(["watched"], request_timeout=10)["watched"].result()
+        desc = admin.describe_consumer_groups([group], request_timeout=10)[group].result()
         assert str(desc.state) == "ConsumerGroupState.STABLE"
         assert desc.partition_assignor == "range"
         members = {m.client_id: m for m in desc.members}
@@ -180,17 +184,17 @@ def test_admin_describe_list_delete_groups_and_offsets_with_lag(tmp_path):
         assigned = {cid: {tp.partition for tp in m.assignment.topic_partitions} for cid, m in members.items()}
         assert assigned == {"alpha": set(a.assigned), "beta": set(b.assigned)}
 
-        res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("watched")], request_timeout=10)
-        committed = {tp.partition: tp.offset for tp in res["watched"].result().topic_partitions}
+        res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=10)
+        committed = {tp.partition: tp.offset for tp in res[group].result().topic_partitions}
         assert committed == {p: 10 for p in range(PARTITIONS)}
         probe = CKConsumer({"bootstrap.servers": broker.bootstrap, "group.id": "probe"})
-        lag = {p: probe.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1] - committed[p]
+        lag = {p: probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] - committed[p]
                for p in range(PARTITIONS)}
         probe.close()
         assert lag == {p: 2 for p in range(PARTITIONS)}
 
         # An active group cannot be deleted.
-        deleted = admin.delete_consumer_groups(["watched"], request_timeout=10)["watched"]
+        deleted = admin.delete_consumer_groups([group], request_timeout=10)[group]
         with pytest.raises(Exception) as info:
             deleted.result()
         assert "NON_EMPTY_GROUP" in str(info.value) or "not empty" in str(info.value).lower()
@@ -200,15 +204,15 @@ def test_admin_describe_list_delete_groups_and_offsets_with_lag(tmp_path):
             c.stop()
         consumers.clear()
         kadmin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
-        wait_until(lambda: kadmin.describe_groups(["watched"])["watched"]["group_state"] == "Empty",
+        wait_until(lambda: kadmin.describe_groups([group])[group]["group_state"] == "Empty",
                    what="the group becoming Empty")
         # OffsetDelete on the now Empty group, then DeleteGroups.
-        kadmin.delete_group_offsets("watched", [KTP(TOPIC, 0)])
-        left = kadmin.list_group_offsets("watched")["watched"]
+        kadmin.delete_group_offsets(group, [KTP(topic, 0)])
+        left = kadmin.list_group_offsets(group)[group]
         assert {tp.partition for tp in left} == {1, 2, 3}
-        assert admin.delete_consumer_groups(["watched"], request_timeout=10)["watched"].result() is None
-        assert "watched" not in {g["group_id"] for g in kadmin.list_groups()}
-        assert kadmin.describe_groups(["watched"])["watched"]["group_state"] == "Dead"
+        assert admin.delete_consumer_groups([group], request_timeout=10)[group].result() is None
+        assert group not in {g["group_id"] for g in kadmin.list_groups()}
+        assert kadmin.describe_groups([group])[group]["group_state"] == "Dead"
         kadmin.close()
     finally:
         for c in consumers:

@@ -14,7 +14,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from conftest import start_broker
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.minikafka_only(reason=(
+        "minikafka's HTTP health and metrics"))]
 
 
 def http_port(broker) -> int:

@@ -1,10 +1,11 @@
-"""The Java client, Kafka's reference implementation, against minikafka.
+"""The Java client, Kafka's reference implementation, against minikafka and Apache Kafka.
 
 A small program (java/RoundTrip.java) is compiled in the test run against the official
 kafka-clients jar: a default producer (idempotent, acks=all) and an assign/seek consumer.
 """
 
 import subprocess
+import uuid
 
 import pytest
 
@@ -27,9 +28,10 @@ def round_trip_classes(tmp_path_factory):
 
 
 @pytest.mark.parametrize("compression", ["none", "zstd"])
-def test_java_default_producer_and_assign_seek_consumer(broker, round_trip_classes, compression):
+def test_java_default_producer_and_assign_seek_consumer(any_broker, round_trip_classes, compression):
+    broker = any_broker
     java = require_tool("java")
-    topic = f"java-{compression}"
+    topic = f"java-{compression}-{uuid.uuid4().hex[:8]}"
     proc = subprocess.run(
         [java, "-cp", round_trip_classes, "RoundTrip", broker.bootstrap, topic, "50", compression],
         capture_output=True,

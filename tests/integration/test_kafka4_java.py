@@ -19,7 +19,8 @@ import pytest
 from clienttools import require_java_jars, require_tool
 from conftest import BrokerProcess
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.minikafka_only(reason=(
+        "minikafka's client telemetry setting (client.telemetry.enable) and its log of pushes"))]
 
 JAVA_SOURCE = r'''
 import java.time.Duration;

@@ -8,7 +8,8 @@ import pytest
 
 from conftest import BrokerProcess
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.minikafka_only(reason=(
+        "minikafka's client telemetry setting (client.telemetry.enable) and its log of pushes"))]
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 

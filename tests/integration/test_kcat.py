@@ -1,6 +1,7 @@
-"""kcat (librdkafka's command-line client) against minikafka."""
+"""kcat (librdkafka's command-line client) against minikafka and Apache Kafka."""
 
 import subprocess
+import uuid
 
 import pytest
 
@@ -20,8 +21,9 @@ def kcat(*args, input=None):
 
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
-def test_kcat_produce_and_consume(broker, codec):
-    topic = f"kcat-{codec}"
+def test_kcat_produce_and_consume(any_broker, codec):
+    broker = any_broker
+    topic = f"kcat-{codec}-{uuid.uuid4().hex[:8]}"
     # Compressible values: librdkafka sends a batch uncompressed when compression would not shrink it.
     filler = "abc" * 100
     lines = "".join(f"k{i}:value {i} {filler}\n" for i in range(20))
@@ -36,8 +38,9 @@ def test_kcat_produce_and_consume(broker, codec):
     assert codecs == {["none", "gzip", "snappy", "lz4", "zstd"].index(codec)}
 
 
-def test_kcat_metadata_listing(broker):
-    kcat("-b", broker.bootstrap, "-P", "-t", "kcat-meta", input="x\n")
-    out = kcat("-b", broker.bootstrap, "-L", "-t", "kcat-meta")
+def test_kcat_metadata_listing(any_broker):
+    topic = f"kcat-meta-{uuid.uuid4().hex[:8]}"
+    kcat("-b", any_broker.bootstrap, "-P", "-t", topic, input="x\n")
+    out = kcat("-b", any_broker.bootstrap, "-L", "-t", topic)
     assert "1 brokers:" in out
-    assert 'topic "kcat-meta" with 1 partitions' in out
+    assert f'topic "{topic}" with 1 partitions' in out

@@ -23,6 +23,10 @@ from minikafka.protocol.records import (
     set_crc,
 )
 
+pytestmark = pytest.mark.minikafka_only(reason=(
+        "minikafka-only settings (decompression.max.ratio, maintenance.interval.ms), a full disk "
+        "and the broker's memory"))
+
 TS = int(time.time() * 1000)
 
 

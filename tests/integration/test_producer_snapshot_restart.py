@@ -13,7 +13,8 @@ from conftest import BrokerProcess, RawClient
 from minikafka.protocol.records import build_batch
 from minikafka.storage import producer_snapshot
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.minikafka_only(reason=(
+        "restarts the broker process and reads its snapshot files"))]
 
 TOPIC = "snap"
 

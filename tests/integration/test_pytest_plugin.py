@@ -16,6 +16,9 @@ import pytest
 
 from conftest import BrokerProcess
 
+pytestmark = pytest.mark.minikafka_only(
+    reason="minikafka's pytest plugin and embedded broker")
+
 PROJECT_TESTS = '''
 import json
 import os

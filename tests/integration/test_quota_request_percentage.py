@@ -9,7 +9,8 @@ import pytest
 
 from conftest import RawClient, start_broker
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.minikafka_only(reason=(
+        "broker-wide quota.window.num=2 on a broker of its own"))]
 
 METADATA_ALL = {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
 

@@ -13,6 +13,8 @@ import pytest
 from conftest import RawClient, start_broker
 from minikafka.protocol.records import build_batch
 
+pytestmark = pytest.mark.minikafka_only(reason="minikafka's request-memory bounds and settings")
+
 PER_CONNECTION = 8 * 1024 * 1024
 VALUE = b"x" * (1024 * 1024 - 200)
 

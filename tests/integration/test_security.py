@@ -24,7 +24,8 @@ import pytest
 from clienttools import ROOT, require_java_jars, require_tool
 from conftest import BrokerProcess, RawClient
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.minikafka_only(reason=(
+        "a broker of its own with TLS/SASL listeners, minikafka's certificates and users"))]
 
 LISTENER_LINE = re.compile(r"listener (\S+) \((\S+)\) on 127\.0\.0\.1:(\d+)")
 MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"

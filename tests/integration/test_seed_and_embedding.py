@@ -9,7 +9,11 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from conftest import BrokerProcess, _python
+
+pytestmark = pytest.mark.minikafka_only(reason="minikafka's seeding, embedding and serve command")
 
 SEED = [
     {"topic": "orders", "partitions": 3, "configs": {"cleanup.policy": "compact", "retention.ms": 3600000}},

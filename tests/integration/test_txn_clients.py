@@ -17,7 +17,7 @@ import uuid
 import pytest
 
 from clienttools import require_tool
-from conftest import RawClient, start_broker
+from conftest import RawClient, broker_for
 
 OVERRIDES = dict(offsets_topic_num_partitions=3, transaction_state_log_num_partitions=3,
                  group_min_session_timeout_ms=1000)
@@ -25,8 +25,8 @@ WAIT_S = 30
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    handle = start_broker(tmp_path_factory.mktemp("txn"), **OVERRIDES)
+def broker(request, broker_kind, tmp_path_factory):
+    handle = broker_for(request, broker_kind, tmp_path_factory.mktemp("txn"), **OVERRIDES)
     yield handle
     handle.stop()
 

@@ -17,6 +17,10 @@ from clienttools import read_committed_to_end
 from conftest import RawClient, start_broker
 from minikafka.protocol.records import iter_batches
 
+pytestmark = pytest.mark.minikafka_only(reason=(
+        "minikafka-only maintenance.interval.ms and one-partition internal topics to compact "
+        "quickly"))
+
 TOPIC = "compacted-txn"
 WAIT_S = 30
 

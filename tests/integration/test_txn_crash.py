@@ -17,6 +17,8 @@ import pytest
 from conftest import start_broker
 from test_txn_clients import describe, new_topic, read_all, wait_until
 
+pytestmark = pytest.mark.minikafka_only(reason="kills the broker process (kill -9) mid-transaction")
+
 OVERRIDES = dict(offsets_topic_num_partitions=3, transaction_state_log_num_partitions=3,
                  group_min_session_timeout_ms=1000)
 WAIT_S = 30

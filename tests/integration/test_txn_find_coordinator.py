@@ -15,6 +15,10 @@ import pytest
 from clienttools import read_committed_to_end
 from conftest import RawClient, start_broker
 
+pytestmark = pytest.mark.minikafka_only(reason=(
+        "budget, and one test restarts the broker; FindCoordinator for transactions runs on Kafka "
+        "in test_txn_clients.py"))
+
 TXN_PARTITIONS = 3
 TID = "fc-producer"
 

@@ -11,9 +11,11 @@ kafka-clients jar that ``make test`` unpacks; it prints KEY VALUE lines the test
 from __future__ import annotations
 
 import subprocess
+import uuid
 
 from clienttools import require_java_jars, require_tool
-from conftest import start_broker
+from conftest import broker_for
+
 
 PROGRAM = r"""
 import java.time.Duration;
@@ -28,11 +30,12 @@ import org.apache.kafka.common.serialization.*;
 
 public class TxnRun {
     static String bootstrap;
+    static String prefix = "";  // transactional ids and groups of this run (a shared broker holds others)
 
     static KafkaProducer<String, String> producer(String tid, int timeoutMs) {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
-        p.put("transactional.id", tid);
+        p.put("transactional.id", prefix + tid);
         p.put("transaction.timeout.ms", String.valueOf(timeoutMs));
         p.put("key.serializer", StringSerializer.class.getName());
         p.put("value.serializer", StringSerializer.class.getName());
@@ -44,7 +47,7 @@ public class TxnRun {
     static KafkaConsumer<String, String> consumer(String group, String isolation) {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
-        p.put("group.id", group);
+        p.put("group.id", prefix + group);
         p.put("isolation.level", isolation);
         p.put("enable.auto.commit", "false");
         p.put("auto.offset.reset", "earliest");
@@ -71,6 +74,7 @@ public class TxnRun {
     public static void main(String[] args) throws Exception {
         bootstrap = args[0];
         String in = args[1], out = args[2], plain = args[3], slow = args[4];
+        if (args.length > 5) prefix = args[5];
         // 1. commit and abort
         try (KafkaProducer<String, String> p = producer("java-basic", 60000)) {
             p.beginTransaction();
@@ -159,7 +163,7 @@ public class TxnRun {
             long deadline = System.currentTimeMillis() + 20000;
             String state = "";
             while (System.currentTimeMillis() < deadline) {
-                state = admin.describeTransactions(List.of("java-slow")).all().get().get("java-slow").state().toString();
+                state = admin.describeTransactions(List.of(prefix + "java-slow")).all().get().get(prefix + "java-slow").state().toString();
                 if (state.equals("CompleteAbort")) break;
                 Thread.sleep(100);
             }
@@ -178,9 +182,10 @@ public class TxnRun {
             // Admin views
             Collection<TransactionListing> listed = admin.listTransactions().all().get();
             Set<String> ids = new TreeSet<>();
-            for (TransactionListing l : listed) ids.add(l.transactionalId());
+            for (TransactionListing l : listed)
+                if (l.transactionalId().startsWith(prefix)) ids.add(l.transactionalId().substring(prefix.length()));
             System.out.println("LISTED " + ids);
-            TransactionDescription d = admin.describeTransactions(List.of("java-basic")).all().get().get("java-basic");
+            TransactionDescription d = admin.describeTransactions(List.of(prefix + "java-basic")).all().get().get(prefix + "java-basic");
             System.out.println("DESCRIBED " + d.state() + " " + d.topicPartitions().size());
             DescribeProducersResult.PartitionProducerState ps =
                 admin.describeProducers(List.of(new TopicPartition(in, 0))).partitionResult(new TopicPartition(in, 0)).get();
@@ -192,23 +197,25 @@ public class TxnRun {
 """
 
 
-def test_java_transactions(tmp_path):
+def test_java_transactions(request, broker_kind, tmp_path):
     javac = require_tool("javac")
     java = require_tool("java")
     jars = require_java_jars()
     src = tmp_path / "TxnRun.java"
     src.write_text(PROGRAM)
     subprocess.run([javac, "-cp", f"{jars}/*", "-d", str(tmp_path), str(src)], check=True, timeout=120)
-    broker = start_broker(tmp_path / "b", offsets_topic_num_partitions=3, transaction_state_log_num_partitions=3,
-                          group_min_session_timeout_ms=1000)
+    broker = broker_for(request, broker_kind, tmp_path / "b", offsets_topic_num_partitions=3,
+                        transaction_state_log_num_partitions=3, group_min_session_timeout_ms=1000)
+    run = uuid.uuid4().hex[:8]
+    topics = [f"{name}-{run}" for name in ("in", "out", "plain", "slow")]
     try:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        for f in admin.create_topics([NewTopic(t, 1, 1) for t in ("in", "out", "plain", "slow")]).values():
+        for f in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
             f.result(10)
-        out = subprocess.run([java, "-cp", f"{tmp_path}:{jars}/*", "TxnRun", broker.bootstrap, "in", "out",
-                              "plain", "slow"], capture_output=True, text=True, timeout=150)
+        out = subprocess.run([java, "-cp", f"{tmp_path}:{jars}/*", "TxnRun", broker.bootstrap, *topics,
+                              f"{run}-"], capture_output=True, text=True, timeout=150)
         assert out.returncode == 0, out.stdout + out.stderr[-4000:]
         lines = dict(line.split(" ", 1) for line in out.stdout.splitlines() if " " in line)
         expected = ",".join(f"in{i}" for i in range(10))

@@ -15,6 +15,10 @@ import pytest
 from conftest import RawClient, start_broker
 from minikafka.protocol.records import build_batch
 
+pytestmark = pytest.mark.minikafka_only(reason=(
+        "broker-wide transaction.max.timeout.ms=60000; the same transaction error paths are "
+        "compared request by request in tests/conformance"))
+
 TS = int(time.time() * 1000)
 
 

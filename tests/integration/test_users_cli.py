@@ -16,7 +16,7 @@ import pytest
 
 from conftest import BrokerProcess
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.minikafka_only(reason="minikafka's users CLI")]
 
 SCRIPT = shutil.which("minikafka", path=str(Path(sys.executable).parent)) or "minikafka"
 LISTENER_LINE = re.compile(r"listener (\S+) \((\S+)\) on 127\.0\.0\.1:(\d+)")
