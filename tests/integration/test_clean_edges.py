@@ -7,8 +7,12 @@ import logging
 import socket
 import time
 
+import pytest
+
 from minikafka import Broker
 from minikafka.protocol import codec
+
+pytestmark = pytest.mark.minikafka_only(reason="minikafka's embedded broker and its stop")
 
 
 def _long_poll(bootstrap: str, topic: str, wait_ms: int) -> socket.socket:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from clienttools import ROOT, require_java_jars, require_tool
-from conftest import start_broker
+from conftest import broker_for
 
 pytestmark = pytest.mark.integration
 
@@ -37,14 +37,16 @@ EXPECTED_AIOKAFKA = [r for r in EXPECTED if r[0] is not None or r[1] is not None
 
 
 @pytest.fixture(scope="module")
-def shared_broker(tmp_path_factory):
-    handle = start_broker(tmp_path_factory.mktemp("empty-records"))
+def shared_broker(request, broker_kind, tmp_path_factory):
+    """The round trips run on Apache Kafka 4.2 as well: what Kafka accepts, minikafka must."""
+    handle = broker_for(request, broker_kind, tmp_path_factory.mktemp("empty-records"))
+    handle.kind = broker_kind
     yield handle
     handle.stop()
 
 
 def stored_records(broker, topic: str) -> list[tuple]:
-    """(key, value, headers) of every record in the topic's log files, as the broker stored them."""
+    """(key, value, headers) of every record in minikafka's log files for the topic, as stored."""
     from minikafka.protocol.records import iter_records, read_header
 
     out = []
@@ -161,7 +163,8 @@ def test_confluent_kafka(shared_broker, codec):
     topic = f"empty-confluent-{codec}"
     produce_confluent(shared_broker.bootstrap, topic, codec)
     assert _same(consume_confluent(shared_broker.bootstrap, topic, len(EXPECTED))) == EXPECTED
-    assert stored_records(shared_broker, topic) == EXPECTED
+    if shared_broker.kind == "minikafka":  # Kafka's own files are not ours to read
+        assert stored_records(shared_broker, topic) == EXPECTED
 
 
 @pytest.mark.parametrize("codec", CODECS)
@@ -170,7 +173,8 @@ def test_kafka_python(shared_broker, codec):
     produce_kafka_python(shared_broker.bootstrap, topic, codec)
     got = consume_kafka_python(shared_broker.bootstrap, topic, len(EXPECTED_KAFKA_PYTHON))
     assert _same(got) == EXPECTED_KAFKA_PYTHON
-    assert stored_records(shared_broker, topic) == EXPECTED_KAFKA_PYTHON
+    if shared_broker.kind == "minikafka":  # Kafka's own files are not ours to read
+        assert stored_records(shared_broker, topic) == EXPECTED_KAFKA_PYTHON
 
 
 @pytest.mark.parametrize("codec", CODECS)
@@ -178,7 +182,8 @@ def test_aiokafka(shared_broker, codec):
     topic = f"empty-aiokafka-{codec}"
     got = asyncio.run(_aiokafka_round_trip(shared_broker.bootstrap, topic, codec, len(EXPECTED_AIOKAFKA)))
     assert _same(got) == EXPECTED_AIOKAFKA
-    assert stored_records(shared_broker, topic) == EXPECTED_AIOKAFKA
+    if shared_broker.kind == "minikafka":  # Kafka's own files are not ours to read
+        assert stored_records(shared_broker, topic) == EXPECTED_AIOKAFKA
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +204,8 @@ def test_java_client(shared_broker, empty_records_classes, codec):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "OK"
     # The program sends the pairs without and with headers, then one more null/null record.
-    assert stored_records(shared_broker, topic) == EXPECTED + [(None, None, [])]
+    if shared_broker.kind == "minikafka":  # Kafka's own files are not ours to read
+        assert stored_records(shared_broker, topic) == EXPECTED + [(None, None, [])]
 
 
 # --- librdkafka's own batches, sampled with hypothesis ----------------------------------------
@@ -232,6 +238,7 @@ def stored_batches(broker, topic: str) -> list[bytearray]:
     return out
 
 
+@pytest.mark.minikafka_only(reason="reads the batches from minikafka's log files")
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.data_too_large])

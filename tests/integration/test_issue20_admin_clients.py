@@ -24,7 +24,9 @@ import pytest
 
 from clienttools import ROOT, require_tool
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.minikafka_only(reason=(
+    "UnregisterBroker, Raft voters and WriteTxnMarkers change the broker's state; compared with Kafka "
+    "4.2.2 as recorded frames in tests/unit/protocol/test_issue20_specs.py"))]
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,8 @@ import pytest
 from clienttools import ROOT
 from conftest import BrokerProcess
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.minikafka_only(reason=(
+    "installs minikafka's wheel into a clean venv and runs its broker from there"))]
 
 PIP_TIMEOUT_S = 600
 LISTENER_LINE = re.compile(r"listener (\S+) \((\S+)\) on 127\.0\.0\.1:(\d+)")

@@ -22,6 +22,9 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+pytestmark = pytest.mark.minikafka_only(reason=(
+    "the schema registry served by minikafka itself (Confluent's registry is not on Maven Central)"))
+
 USER = {"type": "record", "name": "User", "namespace": "it.example",
         "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}]}
 

@@ -15,6 +15,9 @@ import pytest
 from minikafka import Broker
 from minikafka.broker.cli import main
 
+pytestmark = [pytest.mark.integration, pytest.mark.minikafka_only(reason=(
+    "the schema registry served by minikafka itself (Confluent's registry is not on Maven Central)"))]
+
 V1 = {"type": "record", "name": "Pay", "namespace": "s", "fields": [{"name": "amount", "type": "long"}]}
 V2 = {**V1, "fields": V1["fields"] + [{"name": "currency", "type": "string", "default": "EUR"}]}
 BAD = {**V1, "fields": V1["fields"] + [{"name": "currency", "type": "string"}]}

@@ -19,9 +19,13 @@ import subprocess
 import time
 import urllib.request
 
+import pytest
+
 from minikafka.protocol import codec
 
 from conftest import _python
+
+pytestmark = pytest.mark.minikafka_only(reason="which modules minikafka's own broker imports")
 
 READY = re.compile(r"minikafka ready on (\S+):(\d+)")
 HTTP = re.compile(r"minikafka http on (\S+):(\d+)")
