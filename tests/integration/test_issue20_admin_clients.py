@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from clienttools import ROOT, require_tool
+from conftest import RawClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.minikafka_only(reason=(
     "UnregisterBroker, Raft voters and WriteTxnMarkers change the broker's state; compared with Kafka "
@@ -125,7 +126,6 @@ def test_write_txn_markers_commits_transactional_offsets(kafka, admin):
     from kafka import TopicPartition
     from kafka.admin import NewTopic
 
-    from conftest import RawClient
 
     admin.create_topics([NewTopic("wo-t", 1, 1)])
     group = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": "wo-g"})

@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+from conftest import KafkaTool, _start_broker  # at import: a test-time import finds another conftest
+
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 WAIT_S = 60
@@ -403,7 +405,6 @@ def test_fail_on_data_loss_when_retention_deletes_unread_records(spark_kafka, tm
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import ConfigResource, ConfigEntry, AlterConfigOpType
 
-    from conftest import KafkaTool, _start_broker
 
     broker = _start_broker()(tmp_path / "broker", log_retention_check_interval_ms=200)
     try:
