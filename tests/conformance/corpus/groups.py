@@ -1,0 +1,224 @@
+"""Coordinators, the classic group protocol, offsets and KIP-848 heartbeats."""
+
+from __future__ import annotations
+
+from ..engine import scenario
+from .common import batch, create_topic, find_coordinator, ok, produce, scoped_names
+
+PROTOCOLS = [{"name": "range", "metadata": b"\x00\x01\x00\x00\x00\x00"}]
+
+
+@scenario
+def find_coordinator_paths(ctx):
+    group = ctx.name("g")
+    find_coordinator(ctx, group)
+    find_coordinator(ctx, ctx.name("tx"), key_type=1)  # __transaction_state exists before what is compared
+    for v in ctx.versions(10):
+        ctx.call(10, v, {"key": group, "key_type": 0, "coordinator_keys": [group, ctx.name("g2")]},
+                 label="group")
+        if v >= 1:
+            ctx.call(10, v, {"key": ctx.name("tx"), "key_type": 1, "coordinator_keys": [ctx.name("tx")]},
+                     label="transaction", conn="txn")
+            ctx.call(10, v, {"key": group, "key_type": 7, "coordinator_keys": [group]},
+                     label="invalid key type", conn=f"k7-{v}")
+        ctx.call(10, v, {"key": "", "key_type": 0, "coordinator_keys": [""]}, label="empty group id")
+
+
+def join(ctx, group, version, member_id="", session_timeout=10000, label="", conn="main", record=True,
+         instance=None, protocol_type="consumer", protocols=PROTOCOLS):
+    body = {"group_id": group, "session_timeout_ms": session_timeout, "rebalance_timeout_ms": 10000,
+            "member_id": member_id, "group_instance_id": instance, "protocol_type": protocol_type,
+            "protocols": protocols, "reason": None}
+    if record:
+        return ctx.call(11, version, body, label=label, conn=conn)
+    return ctx.setup(11, version, body, conn=conn)
+
+
+@scenario
+def join_group_errors(ctx):
+    for v in ctx.versions(11):
+        group = ctx.name(f"j{v}")
+        find_coordinator(ctx, group)
+        join(ctx, "", v, label="empty group id")
+        join(ctx, group, v, session_timeout=10, label="session timeout too small")
+        join(ctx, group, v, session_timeout=10_000_000, label="session timeout too large")
+        join(ctx, group, v, member_id="nobody", label="unknown member id")
+        join(ctx, group, v, protocols=[], label="no protocols")
+        join(ctx, group, v, protocol_type="", label="empty protocol type")
+
+
+@scenario
+def classic_group_lifecycle(ctx):
+    topic = ctx.name("t")
+    create_topic(ctx, topic)
+    for v in ctx.versions(11, lo=4):
+        group = ctx.name(f"life{v}")
+        find_coordinator(ctx, group)
+        first = join(ctx, group, v, label="first join")
+        member = first["member_id"]
+        joined = join(ctx, group, v, member_id=member, label="join with member id")
+        gen = joined.get("generation_id", -1)
+        sv = min(v, 5) if v >= 4 else 3
+        ctx.call(14, sv, {"group_id": group, "generation_id": gen, "member_id": member,
+                          "protocol_type": "consumer", "protocol_name": "range",
+                          "assignments": [{"member_id": member, "assignment": b"\x00\x01"}]}, label=f"sync (JoinGroup v{v})")
+        for hv in ctx.versions(12):
+            ctx.call(12, hv, {"group_id": group, "generation_id": gen, "member_id": member}, label=f"heartbeat (JoinGroup v{v})")
+        ctx.call(12, 4, {"group_id": group, "generation_id": gen + 5, "member_id": member}, label="heartbeat, wrong generation")
+        ctx.call(12, 4, {"group_id": group, "generation_id": gen, "member_id": "other"}, label="heartbeat, unknown member")
+        ctx.call(14, sv, {"group_id": group, "generation_id": gen + 1, "member_id": member,
+                          "protocol_type": "consumer", "protocol_name": "range", "assignments": []},
+                 label="sync, wrong generation")
+        ctx.call(14, 5, {"group_id": group, "generation_id": gen, "member_id": member,
+                         "protocol_type": "other", "protocol_name": "range", "assignments": []},
+                 label="sync, wrong protocol type")
+        ctx.call(8, 9, {"group_id": group, "generation_id_or_member_epoch": gen, "member_id": member,
+                        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                                   "committed_leader_epoch": -1,
+                                                                   "committed_metadata": "m"}]}]},
+                 label="commit as member")
+        for dv in ctx.versions(15):
+            ctx.call(15, dv, {"groups": [group], "include_authorized_operations": False}, label=f"describe stable (JoinGroup v{v})")
+        ctx.call(13, min(v, 5), {"group_id": group, "member_id": member,
+                                 "members": [{"member_id": member, "group_instance_id": None, "reason": None}]},
+                 label="leave")
+        ctx.call(15, 5, {"groups": [group]}, label="describe after leave")
+        ctx.call(9, 8, {"groups": [{"group_id": group, "topics": None}], "require_stable": False}, label="fetch all offsets")
+
+
+@scenario
+def classic_group_unknown(ctx):
+    group = ctx.name("unknown")
+    find_coordinator(ctx, group)
+    for v in ctx.versions(12):
+        ctx.call(12, v, {"group_id": group, "generation_id": 1, "member_id": "m"}, label="heartbeat unknown group")
+    for v in ctx.versions(14):
+        ctx.call(14, v, {"group_id": group, "generation_id": 1, "member_id": "m", "protocol_type": "consumer",
+                         "protocol_name": "range", "assignments": []}, label="sync unknown group")
+    for v in ctx.versions(13):
+        ctx.call(13, v, {"group_id": group, "member_id": "m",
+                         "members": [{"member_id": "m", "group_instance_id": None}]}, label="leave unknown group")
+    for v in ctx.versions(15):
+        ctx.call(15, v, {"groups": [group, ""]}, label="describe unknown and empty")
+    for v in ctx.versions(42):
+        ctx.call(42, v, {"groups_names": [group, ""]}, label="delete unknown and empty")
+
+
+@scenario
+def static_member(ctx):
+    for v in ctx.versions(11, lo=5):
+        group = ctx.name(f"static{v}")
+        find_coordinator(ctx, group)
+        first = join(ctx, group, v, instance="inst-1", label="static join")
+        member = first["member_id"]
+        gen = first.get("generation_id", -1)
+        ctx.call(14, min(v, 5), {"group_id": group, "generation_id": gen, "member_id": member,
+                                 "group_instance_id": "inst-1", "protocol_type": "consumer", "protocol_name": "range",
+                                 "assignments": [{"member_id": member, "assignment": b""}]}, label="static sync")
+        again = join(ctx, group, v, instance="inst-1", label="static rejoin, new member id")
+        ctx.call(12, min(v, 4), {"group_id": group, "generation_id": gen, "member_id": member,
+                                 "group_instance_id": "inst-1"}, label="fenced old member")
+        ctx.call(13, min(v, 5), {"group_id": group, "members": [
+            {"member_id": again.get("member_id", ""), "group_instance_id": "inst-1"},
+            {"member_id": "", "group_instance_id": "inst-unknown"}]}, label="leave static and unknown instance")
+
+
+@scenario
+def offsets_standalone(ctx):
+    topic = ctx.name("t")
+    create_topic(ctx, topic, partitions=2)
+    produce(ctx, topic, 0, batch(b"a", b"b"))
+    for v in ctx.versions(8):
+        group = ctx.name(f"o{v}")
+        find_coordinator(ctx, group)
+        ctx.call(8, v, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+                        "retention_time_ms": -1,
+                        "topics": [{"name": topic, "partitions": [
+                            {"partition_index": 0, "committed_offset": 2, "committed_leader_epoch": -1,
+                             "commit_timestamp": -1, "committed_metadata": "meta"},
+                            {"partition_index": 1, "committed_offset": 0, "committed_leader_epoch": -1,
+                             "commit_timestamp": -1, "committed_metadata": None},
+                            {"partition_index": 9, "committed_offset": 0, "committed_leader_epoch": -1,
+                             "commit_timestamp": -1, "committed_metadata": ""}]},
+                            {"name": ctx.name("absent"), "partitions": [
+                                {"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
+                                 "commit_timestamp": -1, "committed_metadata": ""}]}]},
+                 label="standalone commit")
+        ctx.call(8, v, {"group_id": group, "generation_id_or_member_epoch": 3, "member_id": "ghost",
+                        "retention_time_ms": -1,
+                        "topics": [{"name": topic, "partitions": [
+                            {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                             "commit_timestamp": -1, "committed_metadata": ""}]}]},
+                 label="commit with unknown member")
+        ctx.call(8, v, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+                        "topics": [{"name": topic, "partitions": [
+                            {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                             "committed_metadata": "x" * 5000}]}]}, label="metadata too large")
+    for v in ctx.versions(9):
+        group = ctx.name(f"o{min(max(v, 2), 9)}")
+        body = {"group_id": group, "topics": [{"name": topic, "partition_indexes": [0, 1, 5]},
+                                              {"name": ctx.name("absent"), "partition_indexes": [0]}],
+                "groups": [{"group_id": group, "member_id": None, "member_epoch": -1,
+                            "topics": [{"name": topic, "partition_indexes": [0, 1, 5]},
+                                       {"name": ctx.name("absent"), "partition_indexes": [0]}]},
+                           {"group_id": ctx.name("nogroup"), "topics": None}],
+                "require_stable": True}
+        ctx.call(9, v, body, label="fetch some")
+        if v >= 2:
+            ctx.call(9, v, {"group_id": group, "topics": None,
+                            "groups": [{"group_id": group, "topics": None}], "require_stable": False},
+                     label="fetch all")
+    for v in ctx.versions(47):
+        group = ctx.name("o9")
+        ctx.call(47, v, {"group_id": group, "topics": [{"name": topic, "partitions": [{"partition_index": 0}]},
+                                                       {"name": ctx.name("absent"), "partitions": [{"partition_index": 0}]}]},
+                 label="offset delete")
+        ctx.call(47, v, {"group_id": ctx.name("nogroup"), "topics": [{"name": topic, "partitions": [{"partition_index": 0}]}]},
+                 label="offset delete, unknown group")
+    for v in ctx.versions(42):
+        ctx.call(42, v, {"groups_names": [ctx.name(f"o{min(max(v, 2), 9)}")]}, label="delete group with offsets")
+
+
+@scenario
+def list_and_describe_groups(ctx):
+    group = ctx.name("lg")
+    find_coordinator(ctx, group)
+    first = join(ctx, group, 9, record=False)
+    join(ctx, group, 9, member_id=first["member_id"], record=False)
+    for v in ctx.versions(16):
+        ctx.call(16, v, {"states_filter": [], "types_filter": []}, label="all (scoped)", scoped=scoped_names(ctx.prefix))
+        if v >= 4:
+            ctx.call(16, v, {"states_filter": ["CompletingRebalance", "Stable"], "types_filter": []},
+                     label="state filter (scoped)", scoped=scoped_names(ctx.prefix))
+        if v >= 5:
+            ctx.call(16, v, {"states_filter": [], "types_filter": ["consumer"]},
+                     label="type filter (scoped)", scoped=scoped_names(ctx.prefix))
+
+
+@scenario
+def consumer_group_heartbeat(ctx):
+    topic = ctx.name("t")
+    create_topic(ctx, topic, partitions=2)
+    for v in ctx.versions(68):
+        group = ctx.name(f"cg{v}")
+        find_coordinator(ctx, group)
+        base = {"group_id": group, "member_id": "", "member_epoch": 0, "instance_id": None, "rack_id": None,
+                "rebalance_timeout_ms": 10000, "subscribed_topic_names": [topic], "subscribed_topic_regex": None,
+                "server_assignor": None, "topic_partitions": []}
+        ctx.call(68, v, dict(base, subscribed_topic_names=None), label="join without subscription")
+        ctx.call(68, v, dict(base, rebalance_timeout_ms=-5), label="negative rebalance timeout")
+        ctx.call(68, v, dict(base, member_epoch=3, member_id="ghost"), label="unknown member epoch 3")
+        ctx.call(68, v, dict(base, server_assignor="nope"), label="unknown assignor")
+        if v >= 1:
+            first = ctx.call(68, v, dict(base, member_id="m-" + "0" * 20), label="join")
+        else:
+            first = ctx.call(68, v, base, label="join")
+        member = first.get("member_id") or ""
+        epoch = first.get("member_epoch", 0)
+        ctx.call(68, v, dict(base, member_id=member, member_epoch=epoch + 10), label="fenced epoch")
+        ctx.call(68, v, dict(base, member_id=member, member_epoch=epoch, subscribed_topic_names=None,
+                             topic_partitions=None), label="steady heartbeat")
+        for dv in ctx.versions(69):
+            ctx.call(69, dv, {"group_ids": [group, ctx.name("none")], "include_authorized_operations": False},
+                     label="describe")
+        ctx.call(68, v, dict(base, member_id=member, member_epoch=-1), label="leave")
