@@ -110,8 +110,9 @@ async def find_coordinator(ctx, body: dict) -> dict:
         else:
             error = ErrorCode.INVALID_REQUEST
         if error == ErrorCode.NONE:
+            # Kafka 4.2 answers success with the message "NONE" (v1-3) or "" (v4), never null.
             results.append({"key": key, "node_id": node_id, "host": host, "port": port,
-                            "error_code": 0, "error_message": None})
+                            "error_code": 0, "error_message": "NONE" if ctx.api_version < 4 else ""})
         else:
             results.append({"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error,
                             "error_message": error.name})
