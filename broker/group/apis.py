@@ -354,7 +354,9 @@ async def describe_groups(ctx, body: dict) -> dict:
                   else NOT_REQUESTED_OPERATIONS)
     out = []
     for group_id in body.get("groups") or []:
-        shard, error = _check(ctx, group_id, az.DESCRIBE) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+        # The empty id is described like any group that does not exist (Kafka 4.2: Dead, or
+        # GROUP_ID_NOT_FOUND from v6), not refused as INVALID_GROUP_ID.
+        shard, error = _check(ctx, group_id, az.DESCRIBE)
         if shard is None:
             described = {"error_code": error, "group_id": group_id, "group_state": "", "protocol_type": "",
                          "protocol_data": "", "members": []}
@@ -398,7 +400,8 @@ async def list_groups(ctx, body: dict) -> dict:
 async def delete_groups(ctx, body: dict) -> dict:
     results = []
     for group_id in body.get("groups_names") or []:
-        shard, error = _check(ctx, group_id, az.DELETE) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+        # The empty id is a group that does not exist (Kafka 4.2: GROUP_ID_NOT_FOUND).
+        shard, error = _check(ctx, group_id, az.DELETE)
         if shard is not None:
             error = shard.delete_group(group_id)
         results.append({"group_id": group_id, "error_code": error})
