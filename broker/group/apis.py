@@ -411,8 +411,9 @@ async def delete_groups(ctx, body: dict) -> dict:
 # == KIP-848: ConsumerGroupHeartbeat / ConsumerGroupDescribe =====================================
 
 def _heartbeat_error(code: ErrorCode) -> dict:
+    # Kafka 4.2 leaves member_epoch at its default 0 in error answers.
     return {"throttle_time_ms": 0, "error_code": code, "error_message": None, "member_id": None,
-            "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
+            "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
 
 
 async def consumer_group_heartbeat(ctx, body: dict) -> dict:

@@ -518,7 +518,7 @@ class ConsumerGroupsMixin:
                      exc.code.name, exc.message)
             return CoordinatorResult(response={
                 "error_code": exc.code, "error_message": exc.message, "member_id": None,
-                "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None})
+                "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None})
 
     def _validate_heartbeat(self, request: dict, api_version: int) -> None:
         epoch = request["member_epoch"]
@@ -739,7 +739,7 @@ class ConsumerGroupsMixin:
         def on_appended(error):
             if error is None:
                 return None
-            return {"error_code": error, "error_message": None, "member_id": None, "member_epoch": -1,
+            return {"error_code": error, "error_message": None, "member_id": None, "member_epoch": 0,
                     "heartbeat_interval_ms": 0, "assignment": None}
         return on_appended
 
