@@ -654,8 +654,11 @@ class ConsumerGroupsMixin:
         current_before = base
         self._schedule_session(group_id, member_id)
 
-        full = (request.get("rebalance_timeout_ms", -1) != -1 or names is not None
-                or request.get("topic_partitions") is not None or epoch == 0)
+        # A full request (Kafka: every optional field set, as a client sends after an error) or a
+        # join gets the whole assignment; any other heartbeat only a changed one.
+        full = epoch == 0 or (request.get("rebalance_timeout_ms", -1) != -1
+                              and (names is not None or regex is not None)
+                              and request.get("topic_partitions") is not None)
         changed = current_before is None or not current_before.same_assignment(reconciled)
         response = {"error_code": ErrorCode.NONE, "error_message": None, "member_id": member_id,
                     "member_epoch": reconciled.member_epoch,
