@@ -831,8 +831,9 @@ class ConsumerGroupsMixin:
             code = ErrorCode.GROUP_ID_NOT_FOUND
             message = (f"Group {group_id} is not a consumer group." if group_id in self.groups
                        else f"Group {group_id} not found.")
-            return {"error_code": code, "error_message": message, "group_id": group_id, "group_state": "Dead",
-                    "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "", "members": []}
+            # Kafka 4.2 leaves every other field at its default ("" and 0).
+            return {"error_code": code, "error_message": message, "group_id": group_id, "group_state": "",
+                    "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": []}
 
         def wire(a: Assignment) -> dict:
             return {"topic_partitions": [
@@ -843,7 +844,7 @@ class ConsumerGroupsMixin:
             "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
             "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
             "subscribed_topic_names": list(m.subscribed_topic_names),
-            "subscribed_topic_regex": m.subscribed_topic_regex,
+            "subscribed_topic_regex": m.subscribed_topic_regex or "",  # Kafka 4.2: "" without one
             "assignment": wire(m.assigned), "target_assignment": wire(group.target.get(m.member_id, {})),
             "member_type": 0 if m.uses_classic_protocol else 1,
         } for m in group.members.values()]
