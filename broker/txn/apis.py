@@ -330,6 +330,8 @@ async def list_transactions(ctx, body: dict) -> dict:
 
 
 async def describe_producers(ctx, body: dict) -> dict:
+    from ..handlers.admin_topics import UNKNOWN_TOPIC_MESSAGE
+
     controller = ctx.broker.controller
     topics = []
     for t in body.get("topics") or []:
@@ -339,7 +341,10 @@ async def describe_producers(ctx, body: dict) -> dict:
         for index in t.get("partition_indexes") or []:
             if not readable or info is None or not 0 <= index < info.num_partitions:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if readable else ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                parts.append({"partition_index": index, "error_code": error, "error_message": None,
+                # Kafka 4.2 sends the error's description for an unknown topic (not for an unknown
+                # partition of a known one).
+                message = UNKNOWN_TOPIC_MESSAGE if readable and info is None else None
+                parts.append({"partition_index": index, "error_code": error, "error_message": message,
                               "active_producers": []})
                 continue
             plog = controller.log(t["name"], index)
