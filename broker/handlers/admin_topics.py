@@ -273,7 +273,8 @@ async def delete_topics(ctx, body: dict) -> dict:
                 continue
             info = by_id.get(topic_id)
             if info is None:
-                answer(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
+                # Kafka 4.2 sends the error's description.
+                answer(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
             else:
                 to_delete[topic_id] = info.name
         else:
