@@ -48,9 +48,10 @@ async def describe_quorum(ctx, body: dict) -> dict:
     voter = {"replica_id": node, "replica_directory_id": _directory_id(broker), "log_end_offset": end,
              "last_fetch_timestamp": now, "last_caught_up_timestamp": now}
     host, port = broker.config.advertised
-    return {"error_code": 0, "error_message": None, "topics": [
+    # Kafka 4.2 answers error_message "" (not null) on success.
+    return {"error_code": 0, "error_message": "", "topics": [
         {"topic_name": METADATA_TOPIC, "partitions": [
-            {"partition_index": 0, "error_code": 0, "error_message": None, "leader_id": node,
+            {"partition_index": 0, "error_code": 0, "error_message": "", "leader_id": node,
              "leader_epoch": LEADER_EPOCH, "high_watermark": end, "current_voters": [voter], "observers": []}]}],
         "nodes": [{"node_id": node, "listeners": [{"name": "PLAINTEXT", "host": host, "port": port}]}]}
 
