@@ -43,9 +43,10 @@ ZERO_UUID = uuid.UUID(int=0)
 AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2147483648
 # Bit sets of Kafka's AclOperation codes (READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
 # CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12, CREATE_TOKENS 13,
-# DESCRIBE_TOKENS 14): every operation that applies to a topic / the cluster, all allowed.
+# DESCRIBE_TOKENS 14): every operation that applies to a topic / the cluster, all allowed.  Kafka 4.2
+# without an authorizer leaves the token operations out of the cluster's set (as DescribeCluster).
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12, 13, 14))
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
 def broker_entry(broker, ctx=None) -> dict:
