@@ -109,9 +109,12 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
         if check.duplicate is not None:
             log.debug("duplicate batch of producer %d seq %d on %s-%d acknowledged at offset %d",
                       header.producer_id, header.base_sequence, topic, index, check.duplicate.first_offset)
-            return _partition_response(index, NONE, check.duplicate.first_offset, plog.log_start_offset)
+            # Kafka 4.2 answers a duplicate with the stored batch's timestamp as its append time.
+            return _partition_response(index, NONE, check.duplicate.first_offset, plog.log_start_offset,
+                                       check.duplicate.max_timestamp)
         if check.error:
-            return _partition_response(index, check.error)
+            # Kafka 4.2 answers a sequence or epoch error with the partition's log start offset.
+            return _partition_response(index, check.error, log_start_offset=plog.log_start_offset)
         txn = broker.txn_coordinator
         if header.is_transactional and txn is not None and hasattr(txn, "validate_produce"):
             txn_error = txn.validate_produce(transactional_id, topic, index, header)
