@@ -57,6 +57,9 @@ INVALID_TIMESTAMP = 32
 KAFKA_STORAGE_ERROR = 56
 LONG_MAX = 9223372036854775807
 LEADER_EPOCH = 0
+RECORD_LIST_TOO_LARGE = 18
+_NO_MESSAGE = (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE)
+_NOT_IN_TRANSACTION = "Partition was not added to the transaction"
 
 def _partition_response(index: int, error: int, base_offset: int = -1, log_start_offset: int = -1,
                         log_append_time_ms: int = -1, message: str | None = None,
@@ -95,7 +98,10 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
                                 now_ms=broker.now_ms())
     except BatchRejected as exc:
         log.info("produce to %s-%d refused (%s): %s", topic, index, exc.code.name, exc.message)
-        return _partition_response(index, exc.code, message=exc.message, record_errors=[
+        # Kafka 4.2 answers these errors without a message (no "custom error message"); record
+        # validation errors (INVALID_RECORD, INVALID_TIMESTAMP) carry theirs.
+        message = None if exc.code in _NO_MESSAGE else exc.message
+        return _partition_response(index, exc.code, message=message, record_errors=[
             {"batch_index": e.batch_index, "batch_index_error_message": e.message}
             for e in exc.record_errors])
     try:
@@ -161,7 +167,8 @@ def handle_produce_sync(broker, version: int, body: dict) -> dict | None:
         if version < 11:
             for part in parts:  # Kafka answers older producers INVALID_TXN_STATE instead
                 if part["error_code"] == TRANSACTION_ABORTABLE:
-                    part["error_code"] = INVALID_TXN_STATE
+                    # ... saying why (Kafka 4.2; v11's TRANSACTION_ABORTABLE has no message).
+                    part.update(error_code=INVALID_TXN_STATE, error_message=_NOT_IN_TRANSACTION)
         responses.append({"name": name, "partition_responses": parts})
     return {"responses": responses, "throttle_time_ms": 0}
 

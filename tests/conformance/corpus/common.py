@@ -49,6 +49,10 @@ def find_coordinator(ctx, key: str, key_type: int = 0):
     """FindCoordinator v3 (set-up) until the coordinator is available (it may be loading)."""
     out = ctx.setup(10, 3, {"key": key, "key_type": key_type}, retries=60,
                     expect=lambda o: ok(o) and o["error_code"] == 0)
+    if key_type == 1 and key:
+        # The same for __transaction_state: DescribeTransactions answers once it is loaded.
+        ctx.setup(65, 0, {"transactional_ids": [key]}, retries=80,
+                  expect=lambda o: ok(o) and o["transaction_states"][0]["error_code"] not in (14, 15, 16))
     if key_type == 0 and key:
         # FindCoordinator answers before the coordinator has loaded its partition of
         # __consumer_offsets (Kafka loads it in the background): wait until it serves the group.

@@ -406,3 +406,45 @@ def unsupported_versions(ctx):
             continue
         struct.pack_into(">h", frame, 6, v)
         ctx.raw(bytes(frame), api_key=key, version=v, label="version above every broker's", conn=f"u{key}")
+
+
+def _with_crc(buf: bytearray) -> bytes:
+    from minikafka.protocol.records import set_crc
+
+    set_crc(buf)
+    return bytes(buf)
+
+
+@scenario
+def produce_invalid_batches(ctx):
+    """Batches Kafka's request check or LogValidator refuses (and the partition stays usable)."""
+    from minikafka.protocol.records import build_batch
+
+    topic = ctx.name("bad")
+    create_topic(ctx, topic)
+    compacted = ctx.name("compact")
+    create_topic(ctx, compacted, configs={"cleanup.policy": "compact"})
+    codec7 = bytearray(batch(b"a"))
+    struct.pack_into(">h", codec7, 21, 7)
+    garbage = bytearray(batch(b"a"))
+    garbage[61:] = b"\xfe" * (len(garbage) - 61)
+    count = bytearray(batch(b"a", b"b", b"c"))
+    struct.pack_into(">i", count, 57, 2)
+    struct.pack_into(">i", count, 23, 1)
+    bad_crc = bytearray(batch(b"a"))
+    bad_crc[-1] ^= 0xFF
+    magic1 = bytearray(batch(b"a"))
+    magic1[16] = 1
+    control = bytes(build_batch([(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x00", [], TS)],
+                                control=True, transactional=True, producer_id=1, producer_epoch=0))
+    two = batch(b"x") + batch(b"y")
+    cases = {"unknown codec 7": _with_crc(codec7), "garbage records": _with_crc(garbage),
+             "wrong record count": _with_crc(count), "bad crc": bytes(bad_crc), "magic 1": _with_crc(magic1),
+             "control bit from a client": control, "two batches": two,
+             "future timestamp": batch(b"f", ts=4_000_000_000_000)}
+    for v in ctx.versions(0, lo=3):
+        for label, records in cases.items():
+            ctx.call(0, v, _produce_body(topic, 0, records), label=label)
+        ctx.call(0, v, _produce_body(compacted, 0, bytes(build_batch([(None, b"v", [], TS)]))),
+                 label="keyless record on a compacted topic")
+        ctx.call(0, v, _produce_body(topic, 0, batch(b"ok")), label="a good batch after them")

@@ -15,6 +15,9 @@ def init(ctx, tid, version, timeout=60000, pid=-1, epoch=-1, label="", record=Tr
 
 @scenario
 def init_producer_id(ctx):
+    # Kafka hands out producer ids from blocks it asks its controller for: wait for the first.
+    ctx.setup(22, 0, {"transactional_id": None, "transaction_timeout_ms": 60000}, retries=80,
+              expect=lambda o: ok(o) and o["error_code"] == 0)
     for v in ctx.versions(22):
         init(ctx, None, v, label="idempotent")
         tid = ctx.name(f"tx{v}")
