@@ -281,7 +281,32 @@ async def txn_offset_commit(ctx, body: dict) -> dict:
     if not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, body["transactional_id"]):
         return {"throttle_time_ms": 0,
                 **every_partition(body.get("topics") or [], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)}
-    return _commit(ctx, body, lambda shard, known: shard.txn_commit_offsets(known, ctx.api_version))
+
+    def commit(shard, known):
+        error = _verify_txn_offsets(ctx, body)
+        if error:
+            return every_partition(known["topics"], error)
+        return shard.txn_commit_offsets(known, ctx.api_version)
+
+    return _commit(ctx, body, commit)
+
+
+def _verify_txn_offsets(ctx, body: dict) -> ErrorCode:
+    """Kafka 4.2's transaction verification of TxnOffsetCommit: the group's partition of
+    __consumer_offsets must be in the producer's open transaction (AddOffsetsToTxn) at its
+    epoch.  INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v4), INVALID_PRODUCER_EPOCH."""
+    service = getattr(ctx.broker, "txn_coordinator", None)
+    coordinator = getattr(service, "coordinator", None)
+    groups = _coordinator(ctx)
+    if coordinator is None or groups is None:
+        return ErrorCode.NONE
+    error = coordinator.validate_produce(body["transactional_id"], body["producer_id"], body["producer_epoch"],
+                                         OFFSETS_TOPIC, groups.partition_for(body["group_id"]))
+    if error is ErrorCode.INVALID_TXN_STATE and ctx.api_version >= 4:
+        return ErrorCode.TRANSACTION_ABORTABLE
+    if error is ErrorCode.NOT_ENOUGH_REPLICAS:  # the transaction coordinator is loading
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return error
 
 
 def _fetch_group(ctx, group_id: str, topics, require_stable: bool, member_id: Optional[str] = None,
