@@ -76,7 +76,8 @@ async def update_features(ctx, body: dict) -> dict:
     if error == 0 and not body.get("validate_only"):
         for u in updates:
             broker.controller.set_feature_level(u["feature"], u["max_version_level"])
-    results = [{"feature": n, "error_code": error, "error_message": message} for n in names]
+    # Kafka 4.2 answers a refused update with the top-level error only (no per-feature results).
+    results = [] if error else [{"feature": n, "error_code": error, "error_message": message} for n in names]
     return {"throttle_time_ms": 0, "error_code": error, "error_message": message, "results": results}
 
 

@@ -84,7 +84,8 @@ def read_partitions(broker, body: dict) -> tuple[list, int, bool]:
                 continue
             epoch_error = leader_epoch_error(p.get("current_leader_epoch", -1))
             if epoch_error:
-                parts.append(_error_partition(index, epoch_error))
+                # Kafka 4.2: found while reading, so aborted_transactions stays null.
+                parts.append(dict(_error_partition(index, epoch_error), aborted_transactions=None))
                 any_error = True
                 continue
             try:

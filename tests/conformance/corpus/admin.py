@@ -72,3 +72,69 @@ def log_dirs_and_topic_partitions(ctx):
     for v in ctx.versions(55):
         ctx.call(55, v, {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]},
                  label="describe quorum")
+
+
+@scenario
+def admin_misc(ctx):
+    """The admin APIs of a one-node cluster that change little: reassignments, log dirs, SCRAM
+    users, features, and SASL requests on a PLAINTEXT listener."""
+    topic = ctx.name("m")
+    create_topic(ctx, topic, partitions=2)
+    for v in ctx.versions(45):
+        ctx.call(45, v, {"timeout_ms": 5000, "allow_replication_factor_change": True, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0, "replicas": [1]},
+                                           {"partition_index": 1, "replicas": None},
+                                           {"partition_index": 5, "replicas": [1]}]},
+            {"name": ctx.name("absent"), "partitions": [{"partition_index": 0, "replicas": [1]}]}]},
+            label="reassign to this node, cancel, unknown")
+        ctx.call(45, v, {"timeout_ms": 5000, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0, "replicas": [2]}]}]}, label="to an unknown broker")
+    for v in ctx.versions(34):
+        ctx.call(34, v, {"dirs": [{"path": "/nowhere", "topics": [{"name": topic, "partitions": [0]}]}]},
+                 label="unknown log dir")
+    for v in ctx.versions(50):
+        ctx.call(50, v, {"users": [{"name": ctx.name("nobody")}]}, label="unknown user")
+        ctx.call(50, v, {"users": None}, label="all users (scoped)", scoped=_scope_users(ctx.prefix))
+    for v in ctx.versions(51):
+        ctx.call(51, v, {"deletions": [{"name": ctx.name("nobody"), "mechanism": 1}],
+                         "upsertions": [{"name": ctx.name("u"), "mechanism": 9, "iterations": 4096,
+                                         "salt": b"salt", "salted_password": b"x" * 32},
+                                        {"name": ctx.name("w"), "mechanism": 1, "iterations": 1,
+                                         "salt": b"salt", "salted_password": b"x" * 32}]},
+                 label="errors", scoped=_sort_results_by_user)
+    for v in ctx.versions(57):
+        ctx.call(57, v, {"timeout_ms": 5000, "validate_only": True, "feature_updates": [
+            {"feature": "no.such.feature", "max_version_level": 1, "upgrade_type": 1}]},
+            label="unknown feature, validate only")
+    for v in ctx.versions(17):
+        ctx.call(17, v, {"mechanism": "PLAIN"}, label="handshake on PLAINTEXT", conn=f"sasl{v}")
+    for v in ctx.versions(36):
+        ctx.call(36, v, {"auth_bytes": b"\x00u\x00p"}, label="authenticate without handshake", conn=f"auth{v}")
+
+
+def _sort_results_by_user(body):
+    return dict(body, results=sorted(body.get("results") or [], key=lambda r: r["user"]))
+
+
+def _scope_users(prefix):
+    def keep(body):
+        return dict(body, results=[r for r in body.get("results") or [] if r["user"].startswith(prefix)])
+    return keep
+
+
+@scenario
+def leader_epochs(ctx):
+    """Fenced and unknown leader epochs (Fetch, ListOffsets, OffsetForLeaderEpoch)."""
+    from .core import _fetch_body
+
+    topic = ctx.name("e")
+    topic_id = create_topic(ctx, topic)
+    for v in ctx.versions(1, lo=9):
+        for epoch in (0, 5):
+            body = _fetch_body(topic, topic_id, 0, 0)
+            body["topics"][0]["partitions"][0]["current_leader_epoch"] = epoch
+            ctx.call(1, v, body, label=f"current leader epoch {epoch}")
+    for v in ctx.versions(23):
+        ctx.call(23, v, {"replica_id": -1, "topics": [{"topic": topic, "partitions": [
+            {"partition": 0, "current_leader_epoch": 9, "leader_epoch": 0},
+            {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 7}]}]}, label="future epochs")
