@@ -94,8 +94,10 @@ async def find_coordinator(ctx, body: dict) -> dict:
     for key in keys:
         if key_type == 0 and not az.authorize(ctx, az.DESCRIBE, az.GROUP, key):
             error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            message = "Group authorization failed."
         elif key_type == 1 and not az.authorize(ctx, az.DESCRIBE, az.TRANSACTIONAL_ID, key):
             error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            message = "Transactional Id authorization failed."
         elif key_type == 0:
             try:
                 coord = ensure_coordinator(ctx.broker)
@@ -113,6 +115,10 @@ async def find_coordinator(ctx, body: dict) -> dict:
             # Kafka 4.2 answers success with the message "NONE" (v1-3) or "" (v4), never null.
             results.append({"key": key, "node_id": node_id, "host": host, "port": port,
                             "error_code": 0, "error_message": "NONE" if ctx.api_version < 4 else ""})
+        elif error in (ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED):
+            # Kafka 4.2: the error's description before v4, "" in v4's batched answer.
+            results.append({"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error,
+                            "error_message": message if ctx.api_version < 4 else ""})
         else:
             results.append({"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error,
                             "error_message": error.name})
@@ -312,6 +318,9 @@ def _verify_txn_offsets(ctx, body: dict) -> ErrorCode:
 def _fetch_group(ctx, group_id: str, topics, require_stable: bool, member_id: Optional[str] = None,
                  member_epoch: int = -1) -> dict:
     shard, error = _check(ctx, group_id, az.DESCRIBE) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+    if shard is None and ctx.api_version >= 2:
+        # Kafka 4.2: from v2 a group-level error comes alone, without partitions.
+        return {"group_id": group_id, "error_code": error, "topics": []}
     if shard is None:
         return {"group_id": group_id, "error_code": error, "topics": [
             {"name": t["name"], "partitions": [
@@ -391,7 +400,9 @@ async def describe_groups(ctx, body: dict) -> dict:
                 # KIP-1043: v6 names a missing group instead of describing it as Dead.
                 described.update(error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
                                  error_message=f"Group {group_id} not found.")
-        if operations != NOT_REQUESTED_OPERATIONS and az.enabled(ctx.broker):
+        if error == ErrorCode.GROUP_AUTHORIZATION_FAILED:
+            operations_here = NOT_REQUESTED_OPERATIONS  # Kafka 4.2 leaves the default
+        elif operations != NOT_REQUESTED_OPERATIONS and az.enabled(ctx.broker):
             operations_here = az.authorized_operations(ctx, az.GROUP, group_id)
         else:
             operations_here = operations

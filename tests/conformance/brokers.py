@@ -23,15 +23,34 @@ MINIKAFKA_CONFIG = {"node.id": "1", "num.partitions": "1", "auto.create.topics.e
                     "group.initial.rebalance.delay.ms": "0"}
 
 
-def start_minikafka():
+# The "acl" profile: Kafka's StandardAuthorizer on both, everything allowed where no ACL matches
+# (PLAINTEXT clients are User:ANONYMOUS; the scenarios deny it on their own resources).
+ACL_CONFIG = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+              "allow.everyone.if.no.acl.found": "true"}
+
+
+def start_minikafka(extra: dict | None = None):
     from minikafka import Broker as MiniKafka
 
-    return MiniKafka(mode="process", config=MINIKAFKA_CONFIG).start()
+    return MiniKafka(mode="process", config={**MINIKAFKA_CONFIG, **(extra or {})}).start()
 
 
 def as_targets(kafka, minikafka) -> tuple[Broker, Broker]:
     host, _, port = minikafka.bootstrap_servers.rpartition(":")
     return Broker("kafka", "127.0.0.1", kafka.port), Broker("minikafka", host, int(port))
+
+
+def start_pair(kafka_dir=None, extra: dict | None = None):
+    """(kafka_runner.KafkaBroker, minikafka.Broker) with ``extra`` settings on both."""
+    with ThreadPoolExecutor(1) as pool:
+        fm = pool.submit(start_minikafka, extra)
+        kafka = kafka_runner.KafkaBroker(kafka_dir, extra).start()
+        try:
+            mk = fm.result()
+        except BaseException:
+            kafka.cleanup()
+            raise
+    return kafka, mk
 
 
 def start_both(kafka_dir=None):

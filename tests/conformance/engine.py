@@ -32,12 +32,17 @@ HERE = Path(__file__).resolve().parent
 ALLOWED_PATH = HERE / "allowed.toml"
 
 SCENARIOS: dict[str, Callable] = {}
+PROFILES: dict[str, str] = {}  # scenario -> broker pair ("default", or "acl": with an authorizer)
 MISSING = "<absent>"
 
 
-def scenario(fn: Callable) -> Callable:
-    SCENARIOS[fn.__name__] = fn
-    return fn
+def scenario(fn: Callable | None = None, *, profile: str = "default"):
+    """Register ``fn`` as a scenario; ``profile`` names the pair of brokers it runs on."""
+    def register(f: Callable) -> Callable:
+        SCENARIOS[f.__name__] = f
+        PROFILES[f.__name__] = profile
+        return f
+    return register(fn) if fn is not None else register
 
 
 def api_name(key: int) -> str:
@@ -264,6 +269,8 @@ class Verdict:
     version: int
     verdict: str  # equal | allowed | unexplained
     diffs: list = field(default_factory=list)  # (path, kafka, minikafka, rule or None)
+    kafka: Any = None  # both normalised answers, for --dump
+    minikafka: Any = None
 
 
 def classify(k: Exchange | None, m: Exchange | None, rules: list[Rule]) -> Verdict:
@@ -276,7 +283,7 @@ def classify(k: Exchange | None, m: Exchange | None, rules: list[Rule]) -> Verdi
                        [("<sequence>", f"{k.api_key}v{k.version} {k.label}", f"{m.api_key}v{m.version} {m.label}", None)])
     diffs = diff(k.normalized, m.normalized)
     if not diffs:
-        return Verdict(k.scenario, k.label, k.api_key, k.version, "equal")
+        return Verdict(k.scenario, k.label, k.api_key, k.version, "equal", [], k.normalized, m.normalized)
     out, explained = [], True
     for path, kv, mv in diffs:
         rule = next((r for r in rules if r.matches(k, path, kv, mv)), None)
@@ -285,7 +292,8 @@ def classify(k: Exchange | None, m: Exchange | None, rules: list[Rule]) -> Verdi
         else:
             rule.used += 1
         out.append((path, kv, mv, rule))
-    return Verdict(k.scenario, k.label, k.api_key, k.version, "allowed" if explained else "unexplained", out)
+    return Verdict(k.scenario, k.label, k.api_key, k.version, "allowed" if explained else "unexplained", out,
+                   k.normalized, m.normalized)
 
 
 # --- running ---------------------------------------------------------------------------------
@@ -330,13 +338,20 @@ def _run_one(broker: Broker, name: str, fn: Callable, run_id: str, plan: Plan) -
 
 
 def run(kafka: Broker, minikafka: Broker, *, only: str | None = None, workers: int = 6,
-        rules: list[Rule] | None = None) -> Result:
+        rules: list[Rule] | None = None, acl: tuple[Broker, Broker] | None = None) -> Result:
+    """Run every scenario (matching ``only``); ``acl`` is the pair with an authorizer for the
+    scenarios of profile "acl" (they are reported as errors without it)."""
     from . import corpus  # noqa: F401  (registers the scenarios)
 
     began = time.monotonic()
     rules = load_rules() if rules is None else rules
-    plan = Plan(kafka_versions=_advertised(kafka), mk_versions=_advertised(minikafka))
-    kafka.versions, minikafka.versions = plan.kafka_versions, plan.mk_versions
+    pairs = {"default": (kafka, minikafka)}
+    if acl is not None:
+        pairs["acl"] = acl
+    plans = {}
+    for profile, (k, m) in pairs.items():
+        plans[profile] = Plan(kafka_versions=_advertised(k), mk_versions=_advertised(m))
+        k.versions, m.versions = plans[profile].kafka_versions, plans[profile].mk_versions
     run_id = format(int(time.time() * 1000) % 0xFFFFFF, "x")
     names = [n for n in SCENARIOS if only is None or fnmatch.fnmatchcase(n, only)]
     verdicts: list[Verdict] = []
@@ -346,8 +361,14 @@ def run(kafka: Broker, minikafka: Broker, *, only: str | None = None, workers: i
         futures = []
         for name in names:
             fn = SCENARIOS[name]
-            futures.append((name, pool.submit(_run_one, kafka, name, fn, run_id, plan),
-                            pool.submit(_run_one, minikafka, name, fn, run_id, plan)))
+            profile = PROFILES.get(name, "default")
+            if profile not in pairs:
+                errors.append(f"{name}: no brokers for profile {profile!r}")
+                continue
+            k, m = pairs[profile]
+            plan = plans[profile]
+            futures.append((name, pool.submit(_run_one, k, name, fn, run_id, plan),
+                            pool.submit(_run_one, m, name, fn, run_id, plan)))
         for name, fk, fm in futures:
             (kx, kerr), (mx, merr) = fk.result(), fm.result()
             with lock:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conformance import engine
-from conformance.brokers import as_targets, kafka_runner, start_minikafka
+from conformance.brokers import ACL_CONFIG, as_targets, kafka_runner, start_minikafka
 from conformance.normalize import Placeholders, normalize
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,8 +25,22 @@ def minikafka_broker():
     broker.stop()
 
 
-def test_corpus_has_no_unexplained_difference(apache_kafka, minikafka_broker):
-    result = engine.run(*as_targets(apache_kafka, minikafka_broker))
+@pytest.fixture(scope="module")
+def acl_pair(apache_kafka, tmp_path_factory):
+    """Apache Kafka and minikafka with an authorizer (the "acl" scenarios)."""
+    kafka = kafka_runner.KafkaBroker(tmp_path_factory.mktemp("apache-kafka-acl"), ACL_CONFIG).start()
+    try:
+        mk = start_minikafka(ACL_CONFIG)
+    except BaseException:
+        kafka.stop()
+        raise
+    yield as_targets(kafka, mk)
+    mk.stop()
+    kafka.stop()
+
+
+def test_corpus_has_no_unexplained_difference(apache_kafka, minikafka_broker, acl_pair):
+    result = engine.run(*as_targets(apache_kafka, minikafka_broker), acl=acl_pair)
     engine.write_report(result, REPO / "conformance-report.md", kafka_version=kafka_runner.kafka_version())
     print(result.summary())
     unexplained = [f"{engine.api_name(v.api_key)} v{v.version} {v.scenario} / {v.label}: {p}: kafka={kv!r} "
