@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..engine import scenario
-from .common import create_topic
+from .common import create_topic, ok
 
 
 @scenario
@@ -138,3 +138,32 @@ def leader_epochs(ctx):
         ctx.call(23, v, {"replica_id": -1, "topics": [{"topic": topic, "partitions": [
             {"partition": 0, "current_leader_epoch": 9, "leader_epoch": 0},
             {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 7}]}]}, label="future epochs")
+
+
+def _throttled(body):
+    """Quota answers: whether the client was throttled (Kafka's exact throttle time depends on
+    its sample windows and the clock), not by how much."""
+    body = dict(body)
+    body["throttled"] = body.pop("throttle_time_ms", 0) > 0
+    return body
+
+
+@scenario
+def produce_quota(ctx):
+    topic = ctx.name("q")
+    create_topic(ctx, topic)
+    client = ctx.name("slow")
+    ctx.setup(49, 1, {"entries": [{"entity": [{"entity_type": "client-id", "entity_name": client}],
+                                   "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}]}],
+                      "validate_only": False}, expect=lambda o: ok(o) and o["entries"][0]["error_code"] == 0)
+    # Kafka applies the quota when its broker replays the record: wait until DescribeClientQuotas has it.
+    ctx.setup(48, 1, {"components": [{"entity_type": "client-id", "match_type": 0, "match": client}], "strict": True},
+              expect=lambda o: ok(o) and bool(o["entries"]), retries=80)
+    from .common import batch
+    for i, v in enumerate((9, 10, 11)):
+        ctx.call(0, v, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": 0, "records": batch(b"x" * 64 * 1024)}]}]},
+            label="64 KiB over a 1 KiB/s quota", client_id=client, conn=f"q{i}", scoped=_throttled)
+    ctx.call(0, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": batch(b"y")}]}]},
+        label="another client, no quota", client_id=ctx.name("fast"), conn="fast", scoped=_throttled)
