@@ -135,7 +135,7 @@ class Ctx:
             out = self.conn(conn).call(api_key, version, body, timeout=timeout)
             if expect is None or expect(out):
                 return out
-            time.sleep(0.05 * (attempt + 1))
+            time.sleep(min(0.05 * (attempt + 1), 0.25))
         raise ScenarioFailed(f"{self.side}: setup {api_name(api_key)} v{version} did not succeed: {out}")
 
     def raw(self, frame: bytes, *, api_key: int, version: int, label: str, conn: str = "raw",
