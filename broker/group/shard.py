@@ -39,6 +39,7 @@ from minikafka.protocol.records import (
     iter_records,
     read_header,
     set_base_offset,
+    set_partition_leader_epoch,
 )
 
 from .classic import ClassicGroup, GroupError
@@ -599,6 +600,7 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
         """Write the producer's COMMIT/ABORT marker to this partition and apply it (the transaction
         coordinator calls this, as Kafka's WriteTxnMarkers does for __consumer_offsets partitions)."""
         batch = build_control_batch(commit, producer_id, producer_epoch, coordinator_epoch, self._now())
+        set_partition_leader_epoch(batch, 0, 0)  # the leader's epoch, as every appended batch (Kafka 4.2)
         self.log.append(batch)
         self.replay_end_transaction(producer_id, commit)
 

@@ -45,7 +45,7 @@ import signal
 import time
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
-from minikafka.protocol.records import build_control_batch
+from minikafka.protocol.records import build_control_batch, set_partition_leader_epoch
 
 from ..security import authorizer as az
 
@@ -56,6 +56,7 @@ log = logging.getLogger("minikafka.txn")
 
 ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 24, 25, 26
 DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
+LEADER_EPOCH = 0  # the only leader epoch of a one-node cluster (as broker/handlers/produce.py)
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
@@ -180,7 +181,11 @@ class TxnService:
                 continue
             plog = controller.log(topic, partition)
             try:
-                plog.append(build_control_batch(commit, producer_id, producer_epoch, coordinator_epoch, now))
+                marker = build_control_batch(commit, producer_id, producer_epoch, coordinator_epoch, now)
+                # Stamped with the partition's leader epoch, as every batch the leader appends
+                # (Kafka 4.2; the CRC does not cover it).
+                set_partition_leader_epoch(marker, 0, LEADER_EPOCH)
+                plog.append(marker)
             except KafkaError as exc:
                 # The decision is durable; a restart writes the markers again.
                 log.error("marker for %s-%d failed: %s", topic, partition, exc)

@@ -19,7 +19,8 @@ concrete value does not.  The rules, by field name (snake_case, at any depth):
 8. ``session_id`` (fetch sessions)        -> ``<session-N>``; 0 stays
 9. ``client_instance_id`` (telemetry)     -> ``<uuid-N>``
 10. record batches (``records``): each v2 batch header's CRC, producer id (rule 5) and, with
-    LogAppendTime, its timestamps, are replaced; the record bytes compare as they are
+    LogAppendTime or in a control batch (a transaction marker, stamped when written), its
+    timestamps, are replaced; the record bytes compare as they are
 11. ``incarnation_id``, ``directory_id``/``log_dir`` uuids, ``voter`` directory ids -> ``<uuid-N>``;
     ``log_dir``/``path`` strings -> ``<path>``
 12. ``error_message``: kept (differences in wording are listed in allowed.toml, rule by rule)
@@ -134,7 +135,7 @@ def _records(data: bytes, ph: Placeholders) -> Any:
         end = pos + 12 + length
         if magic != 2 or end > len(data):
             break
-        log_append = bool(attrs & 0x08)
+        log_append = bool(attrs & 0x08) or bool(attrs & 0x20)  # control batches carry the write time
         out.append({
             "base_offset": base_offset, "leader_epoch": epoch, "attributes": attrs,
             "last_offset_delta": last_delta,

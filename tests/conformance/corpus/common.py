@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from minikafka.protocol.records import build_batch
 
-# A fixed CreateTime, so both brokers store (and return) identical batch bytes.
-TS = 1_700_000_000_000
+import time
+
+# One CreateTime per run (a minute ago), the same for both brokers so that they store and return
+# identical batch bytes.  Recent on purpose: Kafka rolls a segment when a batch's timestamp is
+# segment.ms past the segment's first one, and answers a Fetch from one segment only, so an old
+# fixed timestamp followed by a transaction marker (stamped now) would split what Kafka returns.
+TS = (int(time.time()) - 60) * 1000
 
 
 def batch(*values: bytes, ts: int = TS, **kw) -> bytes:

@@ -123,3 +123,62 @@ def transactional_produce(ctx):
         ctx.call(61, v, {"topics": [{"name": topic, "partition_indexes": [0, 4]},
                                     {"name": ctx.name("absent"), "partition_indexes": [0]}]},
                  label="describe producers")
+
+
+@scenario
+def transaction_flow(ctx):
+    """A committed and an aborted transaction, then what consumers see: Fetch read_committed and
+    read_uncommitted (markers, aborted_transactions), ListOffsets by isolation, the admin views."""
+    from .core import _fetch_body
+
+    topic = ctx.name("flow")
+    topic_id = create_topic(ctx, topic)
+    tid = ctx.name("t")
+    find_coordinator(ctx, tid, key_type=1)
+    out = init(ctx, tid, 4, record=False)
+    pid, epoch = out["producer_id"], out["producer_epoch"]
+
+    def add():
+        return ctx.call(24, 3, {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
+                                "v3_and_below_producer_epoch": epoch,
+                                "v3_and_below_topics": [{"name": topic, "partitions": [0]}]}, label="add partition")
+
+    def produce(seq, value):
+        return ctx.call(0, 9, {"transactional_id": tid, "acks": -1, "timeout_ms": 10000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": 0, "records": batch(
+                value, producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=True)}]}]},
+            label="transactional produce")
+
+    add()
+    produce(0, b"committed")
+    for v in ctx.versions(65):
+        ctx.call(65, v, {"transactional_ids": [tid]}, label="describe, ongoing")
+    for v in ctx.versions(66):
+        ctx.call(66, v, {"state_filters": ["Ongoing"], "producer_id_filters": [pid], "duration_filter": -1},
+                 label="list ongoing")
+    for v in ctx.versions(2, lo=2):
+        ctx.call(2, v, {"replica_id": -1, "isolation_level": 1, "timeout_ms": 1000, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]},
+            label="latest, read_committed, open transaction")
+    ctx.call(26, 3, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "committed": True},
+             label="commit")
+    ctx.setup(65, 0, {"transactional_ids": [tid]}, retries=80,
+              expect=lambda o: ok(o) and o["transaction_states"][0]["transaction_state"] == "CompleteCommit")
+    add()
+    produce(1, b"aborted")
+    ctx.call(26, 3, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "committed": False},
+             label="abort")
+    ctx.setup(65, 0, {"transactional_ids": [tid]}, retries=80,
+              expect=lambda o: ok(o) and o["transaction_states"][0]["transaction_state"] == "CompleteAbort")
+    # Markers are written asynchronously by Kafka: wait until the partition's LSO is past them.
+    ctx.setup(2, 7, {"replica_id": -1, "isolation_level": 1, "topics": [
+        {"name": topic, "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]},
+        retries=80, expect=lambda o: ok(o) and o["topics"][0]["partitions"][0]["offset"] == 4)
+    for v in ctx.versions(1):
+        for isolation in (0, 1):
+            ctx.call(1, v, _fetch_body(topic, topic_id, 0, 0, isolation=isolation),
+                     label=f"fetch all, isolation {isolation}")
+    for v in ctx.versions(61):
+        ctx.call(61, v, {"topics": [{"name": topic, "partition_indexes": [0]}]}, label="describe producers")
+    ctx.call(26, 3, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "committed": True},
+             label="commit after abort")
