@@ -638,9 +638,10 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
             members.append({
                 "member_id": m.member_id, "group_instance_id": m.group_instance_id,
                 "client_id": m.client_id, "client_host": m.client_host,
-                # Metadata and assignment are only meaningful once the generation is settled.
+                # Metadata only once the generation is settled; the (last) assignment always, as
+                # Kafka 4.2 describes members of a group that is rebalancing.
                 "member_metadata": m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
-                "member_assignment": m.assignment if stable else b"",
+                "member_assignment": m.assignment,
             })
         return {"error_code": ErrorCode.NONE, "group_id": group_id, "group_state": str(group.state),
                 "protocol_type": group.protocol_type or "",

@@ -127,6 +127,13 @@ class Ctx:
         self.exchanges.append(ex)
         return out
 
+    def record(self, api_key: int, version: int, out: Outcome, *, label: str = "") -> Outcome:
+        """Record an answer obtained elsewhere (e.g. on a thread of the scenario) as an exchange."""
+        body = out.body
+        self.exchanges.append(Exchange(self.scenario, label, api_key, version, out,
+                                       {"outcome": out.kind, "body": self._norm(body) if body is not None else None}))
+        return out
+
     def setup(self, api_key: int, version: int, body: dict, *, conn: str = "main",
               expect: Callable[[Outcome], bool] | None = None, retries: int = 0,
               timeout: float | None = None) -> Outcome:

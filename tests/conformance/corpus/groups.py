@@ -222,3 +222,57 @@ def consumer_group_heartbeat(ctx):
             ctx.call(69, dv, {"group_ids": [group, ctx.name("none")], "include_authorized_operations": False},
                      label="describe")
         ctx.call(68, v, dict(base, member_id=member, member_epoch=-1), label="leave")
+
+
+@scenario
+def classic_rebalance(ctx):
+    """Two members: the second join starts a rebalance; the first member's heartbeat, commit and
+    sync during it; both rejoin; a stale generation afterwards."""
+    import threading
+
+    topic = ctx.name("t")
+    create_topic(ctx, topic, partitions=2)
+    group = ctx.name("rb")
+    find_coordinator(ctx, group)
+    a1 = join(ctx, group, 9, conn="a", label="a joins")
+    a = a1["member_id"]
+    a2 = join(ctx, group, 9, member_id=a, conn="a", label="a joins with its id")
+    gen = a2.get("generation_id", -1)
+    ctx.call(14, 5, {"group_id": group, "generation_id": gen, "member_id": a, "protocol_type": "consumer",
+                     "protocol_name": "range", "assignments": [{"member_id": a, "assignment": b"\x00"}]},
+             label="a syncs", conn="a")
+    b1 = join(ctx, group, 9, conn="b", label="b joins")
+    b = b1["member_id"]
+    holder: dict = {}
+    t = threading.Thread(target=lambda: holder.setdefault("out", ctx.conn("b").call(11, 9, {
+        "group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": b,
+        "group_instance_id": None, "protocol_type": "consumer", "protocols": PROTOCOLS, "reason": None})))
+    t.start()
+    # Kafka moves the group to PreparingRebalance when b's join arrives: wait for it (bounded).
+    ctx.setup(15, 5, {"groups": [group]}, retries=80,
+              expect=lambda o: ok(o) and o["groups"][0]["group_state"] == "PreparingRebalance")
+    for hv in ctx.versions(12):
+        ctx.call(12, hv, {"group_id": group, "generation_id": gen, "member_id": a}, label="a heartbeats during the rebalance",
+                 conn="a")
+    for cv in ctx.versions(8):
+        ctx.call(8, cv, {"group_id": group, "generation_id_or_member_epoch": gen, "member_id": a,
+                         "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                                    "committed_leader_epoch": -1,
+                                                                    "committed_metadata": ""}]}]},
+                 label="a commits during the rebalance", conn="a")
+    ctx.call(14, 5, {"group_id": group, "generation_id": gen, "member_id": a, "protocol_type": "consumer",
+                     "protocol_name": "range", "assignments": []}, label="a syncs during the rebalance", conn="a")
+    ctx.call(15, 5, {"groups": [group]}, label="describe during the rebalance")
+    a3 = join(ctx, group, 9, member_id=a, conn="a", label="a rejoins")
+    t.join(30)
+    ctx.record(11, 9, holder.get("out") or __import__("tests.conformance.wire", fromlist=["Outcome"]).Outcome("timeout"),
+               label="b's join completes")
+    gen2 = a3.get("generation_id", -1)
+    ctx.call(12, 4, {"group_id": group, "generation_id": gen, "member_id": a}, label="a heartbeats, old generation",
+             conn="a")
+    ctx.call(8, 9, {"group_id": group, "generation_id_or_member_epoch": gen, "member_id": a,
+                    "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                               "committed_leader_epoch": -1, "committed_metadata": ""}]}]},
+             label="a commits with the old generation", conn="a")
+    ctx.call(15, 5, {"groups": [group]}, label="describe while completing")
+    del gen2
