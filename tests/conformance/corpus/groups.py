@@ -276,3 +276,38 @@ def classic_rebalance(ctx):
              label="a commits with the old generation", conn="a")
     ctx.call(15, 5, {"groups": [group]}, label="describe while completing")
     del gen2
+
+
+@scenario
+def consumer_group_offsets(ctx):
+    """KIP-848 members commit and fetch offsets with their member epoch (OffsetCommit v9,
+    OffsetFetch v9): current, stale and future epochs, unknown members."""
+    topic = ctx.name("t")
+    create_topic(ctx, topic, partitions=2)
+    group = ctx.name("cgo")
+    find_coordinator(ctx, group)
+    v = max(ctx.versions(68))
+    first = ctx.call(68, v, {"group_id": group, "member_id": "m-" + "1" * 20 if v >= 1 else "", "member_epoch": 0,
+                             "rebalance_timeout_ms": 10000, "subscribed_topic_names": [topic],
+                             "topic_partitions": []}, label="join")
+    member = first.get("member_id") or ""
+    epoch = first.get("member_epoch", 0)
+
+    def commit(e, m, label):
+        ctx.call(8, 9, {"group_id": group, "generation_id_or_member_epoch": e, "member_id": m,
+                        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 3,
+                                                                   "committed_leader_epoch": -1,
+                                                                   "committed_metadata": ""}]}]}, label=label)
+
+    commit(epoch, member, "commit at the member epoch")
+    commit(epoch + 1, member, "commit at a future epoch")
+    commit(epoch - 1, member, "commit at a stale epoch")
+    commit(epoch, "ghost", "commit by an unknown member")
+    commit(-1, "", "commit without a member (admin)")
+    for fv in ctx.versions(9, lo=9):
+        for e, m, label in ((epoch, member, "current"), (epoch + 5, member, "future epoch"),
+                            (epoch, "ghost", "unknown member"), (-1, None, "no member")):
+            ctx.call(9, fv, {"groups": [{"group_id": group, "member_id": m, "member_epoch": e,
+                                         "topics": [{"name": topic, "partition_indexes": [0, 1]}]}],
+                             "require_stable": False}, label=f"fetch, {label}")
+    ctx.call(68, v, {"group_id": group, "member_id": member, "member_epoch": -1}, label="leave")
