@@ -398,8 +398,11 @@ async def describe_groups(ctx, body: dict) -> dict:
             described = shard.describe_group(group_id)
             if ctx.api_version >= 6 and described["error_code"] == 0 and described["group_state"] == "Dead":
                 # KIP-1043: v6 names a missing group instead of describing it as Dead.
+                # Kafka 4.2 says why when the id is a KIP-848 consumer group.
+                modern = group_id in (getattr(shard, "consumer_groups", None) or {})
                 described.update(error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
-                                 error_message=f"Group {group_id} not found.")
+                                 error_message=f"Group {group_id} is not a classic group." if modern
+                                 else f"Group {group_id} not found.")
         if error == ErrorCode.GROUP_AUTHORIZATION_FAILED:
             operations_here = NOT_REQUESTED_OPERATIONS  # Kafka 4.2 leaves the default
         elif operations != NOT_REQUESTED_OPERATIONS and az.enabled(ctx.broker):

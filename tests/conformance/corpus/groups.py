@@ -311,3 +311,66 @@ def consumer_group_offsets(ctx):
                                          "topics": [{"name": topic, "partition_indexes": [0, 1]}]}],
                              "require_stable": False}, label=f"fetch, {label}")
     ctx.call(68, v, {"group_id": group, "member_id": member, "member_epoch": -1}, label="leave")
+
+
+@scenario
+def group_admin(ctx):
+    """Admin views and deletions of live groups of both protocols: DeleteGroups of a non-empty
+    group, OffsetDelete of a subscribed topic, ListGroups filters, DescribeGroups of a KIP-848
+    group and ConsumerGroupDescribe of a classic one."""
+    topic = ctx.name("t")
+    create_topic(ctx, topic)
+    classic = ctx.name("classic")
+    modern = ctx.name("modern")
+    find_coordinator(ctx, classic)
+    find_coordinator(ctx, modern)
+    first = join(ctx, classic, 9, record=False)
+    member = first["member_id"]
+    joined = join(ctx, classic, 9, member_id=member, record=False)
+    ctx.setup(14, 5, {"group_id": classic, "generation_id": joined["generation_id"], "member_id": member,
+                      "protocol_type": "consumer", "protocol_name": "range",
+                      "assignments": [{"member_id": member, "assignment": b""}]})
+    ctx.setup(8, 9, {"group_id": classic, "generation_id_or_member_epoch": joined["generation_id"], "member_id": member,
+                     "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                                "committed_leader_epoch": -1, "committed_metadata": ""}]}]})
+    v68 = max(ctx.versions(68))
+    ctx.setup(68, v68, {"group_id": modern, "member_id": "m-" + "2" * 20 if v68 >= 1 else "", "member_epoch": 0,
+                        "rebalance_timeout_ms": 10000, "subscribed_topic_names": [topic], "topic_partitions": []})
+    for v in ctx.versions(42):
+        ctx.call(42, v, {"groups_names": [classic, modern]}, label="delete non-empty groups")
+    for v in ctx.versions(47):
+        ctx.call(47, v, {"group_id": classic, "topics": [{"name": topic, "partitions": [{"partition_index": 0}]}]},
+                 label="offset delete, topic in use")
+    for v in ctx.versions(16, lo=4):
+        ctx.call(16, v, {"states_filter": ["Stable", "stable", "Empty"], "types_filter": []},
+                 label="states filter (scoped)", scoped=scoped_names(ctx.prefix))
+    for v in ctx.versions(16, lo=5):
+        for types in (["classic"], ["consumer"], ["Consumer", "nope"]):
+            ctx.call(16, v, {"states_filter": [], "types_filter": types}, label=f"types {types} (scoped)",
+                     scoped=scoped_names(ctx.prefix))
+    for v in ctx.versions(15):
+        ctx.call(15, v, {"groups": [modern]}, label="classic describe of a consumer group")
+    # A classic group whose members' subscriptions name the topic (a well-formed subscription).
+    import struct
+    named = ctx.name("named")
+    other = ctx.name("other")
+    create_topic(ctx, other)
+    find_coordinator(ctx, named)
+    sub = struct.pack(">hih", 0, 1, len(topic.encode())) + topic.encode() + struct.pack(">i", -1)
+    protocols = [{"name": "range", "metadata": sub}]
+    j1 = join(ctx, named, 9, record=False, protocols=protocols)
+    j2 = join(ctx, named, 9, member_id=j1["member_id"], record=False, protocols=protocols)
+    ctx.setup(14, 5, {"group_id": named, "generation_id": j2["generation_id"], "member_id": j1["member_id"],
+                      "protocol_type": "consumer", "protocol_name": "range",
+                      "assignments": [{"member_id": j1["member_id"], "assignment": b""}]})
+    for t in (topic, other):
+        ctx.setup(8, 9, {"group_id": named, "generation_id_or_member_epoch": j2["generation_id"],
+                         "member_id": j1["member_id"], "topics": [{"name": t, "partitions": [
+                             {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                              "committed_metadata": ""}]}]})
+    for v in ctx.versions(47):
+        ctx.call(47, v, {"group_id": named, "topics": [{"name": topic, "partitions": [{"partition_index": 0}]},
+                                                       {"name": other, "partitions": [{"partition_index": 0}]}]},
+                 label="offset delete, subscribed and other topic")
+    for v in ctx.versions(69):
+        ctx.call(69, v, {"group_ids": [classic]}, label="consumer describe of a classic group")
