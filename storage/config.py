@@ -80,8 +80,9 @@ class LogConfig:
             raise ValueError("segment.index.bytes must be at least 8")
         if self.index_interval_bytes < 0:
             raise ValueError("index.interval.bytes must be >= 0")
-        if self.retention_ms < -1 or self.retention_bytes < -1:
-            raise ValueError("retention.ms and retention.bytes must be >= -1")
+        # retention.bytes has no lower bound in Kafka 4.2 (any negative value means no limit).
+        if self.retention_ms < -1:
+            raise ValueError("retention.ms must be >= -1")
         parts = [p.strip() for p in self.cleanup_policy.split(",") if p.strip()]
         if not parts or any(p not in _POLICIES for p in parts):
             raise ValueError(f"cleanup.policy must be delete, compact or both, not {self.cleanup_policy!r}")

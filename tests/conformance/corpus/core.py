@@ -448,3 +448,35 @@ def produce_invalid_batches(ctx):
         ctx.call(0, v, _produce_body(compacted, 0, bytes(build_batch([(None, b"v", [], TS)]))),
                  label="keyless record on a compacted topic")
         ctx.call(0, v, _produce_body(topic, 0, batch(b"ok")), label="a good batch after them")
+
+
+@scenario
+def topic_config_validation(ctx):
+    """CreateTopics and IncrementalAlterConfigs with invalid values of common topic configs."""
+    bad = {"cleanup.policy": "bogus", "compression.type": "bogus", "segment.bytes": "10",
+           "min.insync.replicas": "0", "retention.ms": "-5", "message.timestamp.type": "Later",
+           "max.message.bytes": "-1", "segment.ms": "0", "min.cleanable.dirty.ratio": "2",
+           "unclean.leader.election.enable": "maybe", "compression.gzip.level": "42",
+           "message.timestamp.before.max.ms": "-1", "retention.bytes": "-2", "delete.retention.ms": "x"}
+    for i, (name, value) in enumerate(sorted(bad.items())):
+        ctx.call(19, 7, {"topics": [{"name": ctx.name(f"c{i}"), "num_partitions": 1, "replication_factor": 1,
+                                     "configs": [{"name": name, "value": value}]}], "timeout_ms": 5000,
+                         "validate_only": True}, label=f"create with {name}={value}", scoped=_codes_only)
+    topic = ctx.name("alter")
+    create_topic(ctx, topic)
+    for i, (name, value) in enumerate(sorted(bad.items())):
+        ctx.call(44, 1, {"resources": [{"resource_type": 2, "resource_name": topic, "configs": [
+            {"name": name, "config_operation": 0, "value": value}]}], "validate_only": True},
+            label=f"alter {name}={value}", scoped=_codes_only)
+
+
+def _codes_only(body):
+    """These answers are compared by error code; the messages, which name the config and its
+    bounds in each broker's words, are left out."""
+    def strip(v):
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items() if k != "error_message"}
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+    return strip(body)
