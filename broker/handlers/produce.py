@@ -190,10 +190,17 @@ def authorize_produce(ctx, body: dict) -> list:
     topic (TOPIC_AUTHORIZATION_FAILED)."""
     from minikafka.broker.security import authorizer as az
 
-    if not az.enabled(ctx.broker):
-        return []
     topics = body.get("topic_data") or []
     txn = body.get("transactional_id")
+    if not az.enabled(ctx.broker):
+        if txn is None and _has_transactional_records(topics):
+            # Kafka 4.2 refuses transactional batches without a transactional id with or without
+            # an authorizer (KafkaApis: the id must be present and authorized).
+            body["topic_data"] = []
+            return [{"name": t["name"], "partition_responses": [
+                _partition_response(p["index"], int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+                for p in t.get("partition_data") or []]} for t in topics]
+        return []
     if _has_transactional_records(topics) and (
             txn is None or not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, txn)):
         denied, body["topic_data"] = topics, []
