@@ -17,7 +17,7 @@ SCHEMA_REGISTRY ?= http://127.0.0.1:8081
 RUN_STAMP  := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test install test-deps system-deps unit integration bench pipeline clean
+.PHONY: run test install test-deps system-deps kafka-oracle conformance unit integration bench pipeline clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -43,10 +43,25 @@ run: $(RUN_STAMP)
 system-deps:
 	bash tests/tools/system-deps.sh
 
-test-deps: $(TEST_STAMP) system-deps
+# Apache Kafka 4.2 (tests/kafka/pom.xml), the oracle the conformance tests compare answers with:
+# Maven copies its jars into tests/kafka/target/libs once; a changed pom fetches them again.
+KAFKA_STAMP := tests/kafka/target/libs/.installed
 
+$(KAFKA_STAMP): tests/kafka/pom.xml
+	rm -f $@
+	$(PYTHON) tests/kafka/kafka_runner.py install
+
+kafka-oracle: system-deps $(KAFKA_STAMP)
+
+test-deps: $(TEST_STAMP) system-deps kafka-oracle
+
+# MINIKAFKA_KAFKA_ORACLE=required: a test that needs Apache Kafka fails (not skips) without it.
 test: test-deps
-	$(PY) -m pytest
+	MINIKAFKA_KAFKA_ORACLE=required $(PY) -m pytest
+
+# Differential conformance against Apache Kafka; the last line is the summary.
+conformance: test-deps
+	$(PY) -m tests.conformance
 
 unit: $(TEST_STAMP)
 	$(PY) -m pytest tests/unit

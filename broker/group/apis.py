@@ -97,8 +97,10 @@ async def find_coordinator(ctx, body: dict) -> dict:
     for key in keys:
         if key_type == 0 and not az.authorize(ctx, az.DESCRIBE, az.GROUP, key):
             error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            message = "Group authorization failed."
         elif key_type == 1 and not az.authorize(ctx, az.DESCRIBE, az.TRANSACTIONAL_ID, key):
             error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            message = "Transactional Id authorization failed."
         elif key_type == 0:
             try:
                 coord = ensure_coordinator(ctx.broker)
@@ -113,8 +115,13 @@ async def find_coordinator(ctx, body: dict) -> dict:
         else:
             error = ErrorCode.INVALID_REQUEST
         if error == ErrorCode.NONE:
+            # Kafka 4.2 answers success with the message "NONE" (v1-3) or "" (v4), never null.
             results.append({"key": key, "node_id": node_id, "host": host, "port": port,
-                            "error_code": 0, "error_message": None})
+                            "error_code": 0, "error_message": "NONE" if ctx.api_version < 4 else ""})
+        elif error in (ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED):
+            # Kafka 4.2: the error's description before v4, "" in v4's batched answer.
+            results.append({"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error,
+                            "error_message": message if ctx.api_version < 4 else ""})
         else:
             results.append({"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error,
                             "error_message": error.name})
@@ -283,12 +290,40 @@ async def txn_offset_commit(ctx, body: dict) -> dict:
     if not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, body["transactional_id"]):
         return {"throttle_time_ms": 0,
                 **every_partition(body.get("topics") or [], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)}
-    return _commit(ctx, body, lambda shard, known: shard.txn_commit_offsets(known, ctx.api_version))
+
+    def commit(shard, known):
+        error = _verify_txn_offsets(ctx, body)
+        if error:
+            return every_partition(known["topics"], error)
+        return shard.txn_commit_offsets(known, ctx.api_version)
+
+    return _commit(ctx, body, commit)
+
+
+def _verify_txn_offsets(ctx, body: dict) -> ErrorCode:
+    """Kafka 4.2's transaction verification of TxnOffsetCommit: the group's partition of
+    __consumer_offsets must be in the producer's open transaction (AddOffsetsToTxn) at its
+    epoch.  INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v4), INVALID_PRODUCER_EPOCH."""
+    service = getattr(ctx.broker, "txn_coordinator", None)
+    coordinator = getattr(service, "coordinator", None)
+    groups = _coordinator(ctx)
+    if coordinator is None or groups is None:
+        return ErrorCode.NONE
+    error = coordinator.validate_produce(body["transactional_id"], body["producer_id"], body["producer_epoch"],
+                                         OFFSETS_TOPIC, groups.partition_for(body["group_id"]))
+    if error is ErrorCode.INVALID_TXN_STATE and ctx.api_version >= 4:
+        return ErrorCode.TRANSACTION_ABORTABLE
+    if error is ErrorCode.NOT_ENOUGH_REPLICAS:  # the transaction coordinator is loading
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return error
 
 
 def _fetch_group(ctx, group_id: str, topics, require_stable: bool, member_id: Optional[str] = None,
                  member_epoch: int = -1) -> dict:
     shard, error = _check(ctx, group_id, az.DESCRIBE) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+    if shard is None and ctx.api_version >= 2:
+        # Kafka 4.2: from v2 a group-level error comes alone, without partitions.
+        return {"group_id": group_id, "error_code": error, "topics": []}
     if shard is None:
         return {"group_id": group_id, "error_code": error, "topics": [
             {"name": t["name"], "partitions": [
@@ -356,7 +391,9 @@ async def describe_groups(ctx, body: dict) -> dict:
                   else NOT_REQUESTED_OPERATIONS)
     out = []
     for group_id in body.get("groups") or []:
-        shard, error = _check(ctx, group_id, az.DESCRIBE) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+        # The empty id is described like any group that does not exist (Kafka 4.2: Dead, or
+        # GROUP_ID_NOT_FOUND from v6), not refused as INVALID_GROUP_ID.
+        shard, error = _check(ctx, group_id, az.DESCRIBE)
         if shard is None:
             described = {"error_code": error, "group_id": group_id, "group_state": "", "protocol_type": "",
                          "protocol_data": "", "members": []}
@@ -364,9 +401,14 @@ async def describe_groups(ctx, body: dict) -> dict:
             described = shard.describe_group(group_id)
             if ctx.api_version >= 6 and described["error_code"] == 0 and described["group_state"] == "Dead":
                 # KIP-1043: v6 names a missing group instead of describing it as Dead.
+                # Kafka 4.2 says why when the id is a KIP-848 consumer group.
+                modern = group_id in (getattr(shard, "consumer_groups", None) or {})
                 described.update(error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
-                                 error_message=f"Group {group_id} not found.")
-        if operations != NOT_REQUESTED_OPERATIONS and az.enabled(ctx.broker):
+                                 error_message=f"Group {group_id} is not a classic group." if modern
+                                 else f"Group {group_id} not found.")
+        if error == ErrorCode.GROUP_AUTHORIZATION_FAILED:
+            operations_here = NOT_REQUESTED_OPERATIONS  # Kafka 4.2 leaves the default
+        elif operations != NOT_REQUESTED_OPERATIONS and az.enabled(ctx.broker):
             operations_here = az.authorized_operations(ctx, az.GROUP, group_id)
         else:
             operations_here = operations
@@ -400,7 +442,8 @@ async def list_groups(ctx, body: dict) -> dict:
 async def delete_groups(ctx, body: dict) -> dict:
     results = []
     for group_id in body.get("groups_names") or []:
-        shard, error = _check(ctx, group_id, az.DELETE) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+        # The empty id is a group that does not exist (Kafka 4.2: GROUP_ID_NOT_FOUND).
+        shard, error = _check(ctx, group_id, az.DELETE)
         if shard is not None:
             error = shard.delete_group(group_id)
         results.append({"group_id": group_id, "error_code": error})
@@ -410,8 +453,9 @@ async def delete_groups(ctx, body: dict) -> dict:
 # == KIP-848: ConsumerGroupHeartbeat / ConsumerGroupDescribe =====================================
 
 def _heartbeat_error(code: ErrorCode) -> dict:
+    # Kafka 4.2 leaves member_epoch at its default 0 in error answers.
     return {"throttle_time_ms": 0, "error_code": code, "error_message": None, "member_id": None,
-            "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
+            "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
 
 
 async def consumer_group_heartbeat(ctx, body: dict) -> dict:

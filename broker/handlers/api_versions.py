@@ -10,13 +10,26 @@ the connection answers it with UNSUPPORTED_VERSION and a v0 body (see broker.con
 
 from __future__ import annotations
 
+import re
+
 from .. import features
 
 API_KEY = 18
+INVALID_REQUEST = 42
+# KIP-511: what a client software name and version may look like (Kafka refuses anything else).
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def _valid_software(body: dict) -> bool:
+    return all(_SOFTWARE.fullmatch(body.get(k) or "")
+               for k in ("client_software_name", "client_software_version"))
 
 
 def register(registry, broker) -> None:
     async def handle_api_versions(ctx, body: dict) -> dict:
+        if ctx.api_version >= 3 and not _valid_software(body):
+            # Kafka 4.2: INVALID_REQUEST and nothing else (no api keys, no features).
+            return {"error_code": INVALID_REQUEST, "throttle_time_ms": 0, "api_keys": []}
         response = dict(registry.api_versions_body())
         response.setdefault("error_code", 0)
         response.setdefault("throttle_time_ms", 0)

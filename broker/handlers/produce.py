@@ -57,6 +57,9 @@ INVALID_TIMESTAMP = 32
 KAFKA_STORAGE_ERROR = 56
 LONG_MAX = 9223372036854775807
 LEADER_EPOCH = 0
+RECORD_LIST_TOO_LARGE = 18
+_NO_MESSAGE = (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE)
+_NOT_IN_TRANSACTION = "Partition was not added to the transaction"
 
 def _partition_response(index: int, error: int, base_offset: int = -1, log_start_offset: int = -1,
                         log_append_time_ms: int = -1, message: str | None = None,
@@ -95,7 +98,10 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
                                 now_ms=broker.now_ms())
     except BatchRejected as exc:
         log.info("produce to %s-%d refused (%s): %s", topic, index, exc.code.name, exc.message)
-        return _partition_response(index, exc.code, message=exc.message, record_errors=[
+        # Kafka 4.2 answers these errors without a message (no "custom error message"); record
+        # validation errors (INVALID_RECORD, INVALID_TIMESTAMP) carry theirs.
+        message = None if exc.code in _NO_MESSAGE else exc.message
+        return _partition_response(index, exc.code, message=message, record_errors=[
             {"batch_index": e.batch_index, "batch_index_error_message": e.message}
             for e in exc.record_errors])
     try:
@@ -109,9 +115,12 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
         if check.duplicate is not None:
             log.debug("duplicate batch of producer %d seq %d on %s-%d acknowledged at offset %d",
                       header.producer_id, header.base_sequence, topic, index, check.duplicate.first_offset)
-            return _partition_response(index, NONE, check.duplicate.first_offset, plog.log_start_offset)
+            # Kafka 4.2 answers a duplicate with the stored batch's timestamp as its append time.
+            return _partition_response(index, NONE, check.duplicate.first_offset, plog.log_start_offset,
+                                       check.duplicate.max_timestamp)
         if check.error:
-            return _partition_response(index, check.error)
+            # Kafka 4.2 answers a sequence or epoch error with the partition's log start offset.
+            return _partition_response(index, check.error, log_start_offset=plog.log_start_offset)
         txn = broker.txn_coordinator
         if header.is_transactional and txn is not None and hasattr(txn, "validate_produce"):
             txn_error = txn.validate_produce(transactional_id, topic, index, header)
@@ -158,7 +167,8 @@ def handle_produce_sync(broker, version: int, body: dict) -> dict | None:
         if version < 11:
             for part in parts:  # Kafka answers older producers INVALID_TXN_STATE instead
                 if part["error_code"] == TRANSACTION_ABORTABLE:
-                    part["error_code"] = INVALID_TXN_STATE
+                    # ... saying why (Kafka 4.2; v11's TRANSACTION_ABORTABLE has no message).
+                    part.update(error_code=INVALID_TXN_STATE, error_message=_NOT_IN_TRANSACTION)
         responses.append({"name": name, "partition_responses": parts})
     return {"responses": responses, "throttle_time_ms": 0}
 
@@ -180,10 +190,17 @@ def authorize_produce(ctx, body: dict) -> list:
     topic (TOPIC_AUTHORIZATION_FAILED)."""
     from minikafka.broker.security import authorizer as az
 
-    if not az.enabled(ctx.broker):
-        return []
     topics = body.get("topic_data") or []
     txn = body.get("transactional_id")
+    if not az.enabled(ctx.broker):
+        if txn is None and _has_transactional_records(topics):
+            # Kafka 4.2 refuses transactional batches without a transactional id with or without
+            # an authorizer (KafkaApis: the id must be present and authorized).
+            body["topic_data"] = []
+            return [{"name": t["name"], "partition_responses": [
+                _partition_response(p["index"], int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+                for p in t.get("partition_data") or []]} for t in topics]
+        return []
     if _has_transactional_records(topics) and (
             txn is None or not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, txn)):
         denied, body["topic_data"] = topics, []

@@ -46,7 +46,7 @@ import time
 from typing import TYPE_CHECKING
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
-from minikafka.protocol.records import build_control_batch
+from minikafka.protocol.records import build_control_batch, set_partition_leader_epoch
 
 from ..security import authorizer as az
 
@@ -61,6 +61,7 @@ log = logging.getLogger("minikafka.txn")
 
 ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 24, 25, 26
 DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
+LEADER_EPOCH = 0  # the only leader epoch of a one-node cluster (as broker/handlers/produce.py)
 
 
 def _fenced(error: ErrorCode, version: int, fenced_from: int) -> ErrorCode:
@@ -188,8 +189,11 @@ class TxnService:
             return False
         plog = controller.log(topic, partition)
         try:
-            plog.append(build_control_batch(commit, producer_id, producer_epoch, coordinator_epoch,
-                                            broker.now_ms()))
+            marker = build_control_batch(commit, producer_id, producer_epoch, coordinator_epoch, broker.now_ms())
+            # Stamped with the partition's leader epoch, as every batch the leader appends
+            # (Kafka 4.2; the CRC does not cover it).
+            set_partition_leader_epoch(marker, 0, LEADER_EPOCH)
+            plog.append(marker)
         except KafkaError as exc:
             # The decision is durable; a restart writes the markers again.
             log.error("marker for %s-%d failed: %s", topic, partition, exc)
@@ -340,6 +344,8 @@ async def list_transactions(ctx, body: dict) -> dict:
 
 
 async def describe_producers(ctx, body: dict) -> dict:
+    from ..handlers.admin_topics import UNKNOWN_TOPIC_MESSAGE
+
     controller = ctx.broker.controller
     topics = []
     for t in body.get("topics") or []:
@@ -349,7 +355,10 @@ async def describe_producers(ctx, body: dict) -> dict:
         for index in t.get("partition_indexes") or []:
             if not readable or info is None or not 0 <= index < info.num_partitions:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if readable else ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                parts.append({"partition_index": index, "error_code": error, "error_message": None,
+                # Kafka 4.2 sends the error's description for an unknown topic (not for an unknown
+                # partition of a known one).
+                message = UNKNOWN_TOPIC_MESSAGE if readable and info is None else None
+                parts.append({"partition_index": index, "error_code": error, "error_message": message,
                               "active_producers": []})
                 continue
             plog = controller.log(t["name"], index)

@@ -333,9 +333,10 @@ class TransactionCoordinator:
         if shard is not None and meta is None:
             error = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
         if meta is None:
+            # Kafka 4.2 leaves every other field at its default (0).
             return {"error_code": error, "transactional_id": transactional_id, "transaction_state": "",
-                    "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,
-                    "producer_epoch": -1, "topics": []}
+                    "transaction_timeout_ms": 0, "transaction_start_time_ms": 0, "producer_id": 0,
+                    "producer_epoch": 0, "topics": []}
         by_topic: dict[str, list[int]] = {}
         for topic, p in sorted(meta.partitions):
             by_topic.setdefault(topic, []).append(p)

@@ -24,6 +24,7 @@ apt_install() {
 
 command -v kcat >/dev/null 2>&1 || apt_install kcat
 command -v javac >/dev/null 2>&1 || apt_install default-jdk-headless
+# Maven fetches Apache Kafka (tests/kafka/pom.xml), the oracle of the conformance tests.
 command -v mvn >/dev/null 2>&1 || apt_install maven
 # The web console's tests drive a headless Chromium through Selenium and chromedriver.
 { command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || apt_install chromium chromium-driver
@@ -50,4 +51,4 @@ fi
 # format("kafka") for the pipeline tests; cached per pyspark version, a no-op once there.
 "$venv/bin/python" tests/tools/spark_connector.py
 
-echo "system-deps: kcat=$(command -v kcat || echo missing) javac=$(command -v javac || echo missing) chromium=$(command -v chromium || echo missing) jars=$(ls "$jars" 2>/dev/null | tr '\n' ' ')"
+echo "system-deps: kcat=$(command -v kcat || echo missing) javac=$(command -v javac || echo missing) mvn=$(command -v mvn || echo missing) chromium=$(command -v chromium || echo missing) jars=$(ls "$jars" 2>/dev/null | tr '\n' ' ')"

@@ -150,7 +150,8 @@ async def test_features_and_update_features(broker):
             {"feature": name, "max_version_level": level, "upgrade_type": upgrade_type}]}
 
     r = await call(broker, 57, 1, upd("transaction.version", 2))
-    assert r["error_code"] == 95 and r["results"][0]["error_code"] == 95
+    # Kafka 4.2 (tests/conformance admin_misc): the top-level error only, no per-feature results.
+    assert r["error_code"] == 95 and r["results"] == []
     assert (await call(broker, 57, 2, upd("metadata.version", 24, 2)))["error_code"] == 95
     assert (await call(broker, 57, 2, upd("no.such.feature", 1)))["error_code"] == 95
     assert (await call(broker, 57, 2, upd("transaction.version", 0, 1)))["error_code"] == 95  # downgrade as upgrade
@@ -166,10 +167,23 @@ async def test_features_and_update_features(broker):
     assert again.finalized_features["transaction.version"] == 0
 
 
+async def test_api_versions_v3_refuses_an_invalid_software_name(broker):
+    # KIP-511 / Kafka 4.2 (tests/conformance api_versions): INVALID_REQUEST and no api keys.
+    reg = Registry()
+    api_versions.register(reg, broker)
+    for name, version in (("bad name!", "1.0"), ("ok", ""), ("-x", "1"), ("x", "1.")):
+        body = await reg.handlers[18][2](Ctx(broker, 18, 3), {"client_software_name": name,
+                                                              "client_software_version": version})
+        assert (body["error_code"], body["api_keys"]) == (42, []), (name, version)
+    body = await reg.handlers[18][2](Ctx(broker, 18, 2), {})  # v0-2 carry no software name
+    assert body["error_code"] == 0
+
+
 async def test_api_versions_v3_carries_the_features(broker):
     reg = Registry()
     api_versions.register(reg, broker)
-    body = await reg.handlers[18][2](Ctx(broker, 18, 3), {})
+    body = await reg.handlers[18][2](Ctx(broker, 18, 3), {"client_software_name": "test",
+                                                          "client_software_version": "1.0"})
     wire = b"".join(bytes(c) for c in codec.encode_response(18, 3, 1, body))
     _, decoded = codec.decode_response(18, 3, wire[4:])
     assert {f["name"] for f in decoded["finalized_features"]} == {"metadata.version", "transaction.version"}

@@ -1,0 +1,169 @@
+"""Cluster-level admin APIs: DescribeCluster, ACL APIs without an authorizer, quotas, log dirs."""
+
+from __future__ import annotations
+
+from ..engine import scenario
+from .common import create_topic, ok
+
+
+@scenario
+def describe_cluster(ctx):
+    for v in ctx.versions(60):
+        ctx.call(60, v, {"include_cluster_authorized_operations": False, "endpoint_type": 1,
+                         "include_fenced_brokers": False}, label="brokers")
+        if v >= 1:
+            ctx.call(60, v, {"include_cluster_authorized_operations": True, "endpoint_type": 2}, label="controllers")
+            ctx.call(60, v, {"endpoint_type": 5}, label="invalid endpoint type")
+
+
+@scenario
+def acls_without_authorizer(ctx):
+    for v in ctx.versions(29):
+        ctx.call(29, v, {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+                         "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1},
+                 label="describe any")
+    for v in ctx.versions(30):
+        ctx.call(30, v, {"creations": [{"resource_type": 2, "resource_name": ctx.name("t"),
+                                        "resource_pattern_type": 3, "principal": "User:alice", "host": "*",
+                                        "operation": 3, "permission_type": 3}]}, label="create")
+    for v in ctx.versions(31):
+        ctx.call(31, v, {"filters": [{"resource_type_filter": 2, "resource_name_filter": ctx.name("t"),
+                                      "pattern_type_filter": 3, "principal_filter": None, "host_filter": None,
+                                      "operation": 1, "permission_type": 1}]}, label="delete")
+
+
+def _sort_entries(body):
+    """AlterClientQuotas results come from a hash map in Kafka: compare them sorted by entity."""
+    return dict(body, entries=sorted(body.get("entries") or [], key=lambda e: repr(e.get("entity"))))
+
+
+@scenario
+def client_quotas(ctx):
+    user = ctx.name("u")
+    for v in ctx.versions(49):
+        ctx.call(49, v, {"entries": [{"entity": [{"entity_type": "user", "entity_name": user}],
+                                      "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}]}],
+                         "validate_only": False}, label="set")
+        ctx.call(49, v, {"entries": [{"entity": [{"entity_type": "user", "entity_name": user}],
+                                      "ops": [{"key": "no_such_quota", "value": 1.0, "remove": False}]},
+                                     {"entity": [{"entity_type": "nobody", "entity_name": "x"}],
+                                      "ops": [{"key": "producer_byte_rate", "value": 1.0, "remove": False}]}],
+                         "validate_only": True}, label="errors", scoped=_sort_entries)
+    for v in ctx.versions(48):
+        ctx.call(48, v, {"components": [{"entity_type": "user", "match_type": 0, "match": user}], "strict": True},
+                 label="describe exact")
+
+
+@scenario
+def log_dirs_and_topic_partitions(ctx):
+    topic = ctx.name("ld")
+    create_topic(ctx, topic, partitions=2)
+    for v in ctx.versions(35):
+        ctx.call(35, v, {"topics": [{"topic": topic, "partitions": [0, 1, 7]}]}, label="describe log dirs")
+    for v in ctx.versions(75):
+        ctx.call(75, v, {"topics": [{"name": topic}, {"name": ctx.name("absent")}], "response_partition_limit": 1,
+                         "cursor": None}, label="describe topic partitions, limit 1")
+    for v in ctx.versions(43):
+        ctx.call(43, v, {"election_type": 0, "topic_partitions": [{"topic": topic, "partitions": [0, 9]}],
+                         "timeout_ms": 5000}, label="elect leaders")
+    for v in ctx.versions(46):
+        ctx.call(46, v, {"timeout_ms": 5000, "topics": [{"name": topic, "partition_indexes": [0]}]},
+                 label="list reassignments")
+    for v in ctx.versions(55):
+        ctx.call(55, v, {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]},
+                 label="describe quorum")
+
+
+@scenario
+def admin_misc(ctx):
+    """The admin APIs of a one-node cluster that change little: reassignments, log dirs, SCRAM
+    users, features, and SASL requests on a PLAINTEXT listener."""
+    topic = ctx.name("m")
+    create_topic(ctx, topic, partitions=2)
+    for v in ctx.versions(45):
+        ctx.call(45, v, {"timeout_ms": 5000, "allow_replication_factor_change": True, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0, "replicas": [1]},
+                                           {"partition_index": 1, "replicas": None},
+                                           {"partition_index": 5, "replicas": [1]}]},
+            {"name": ctx.name("absent"), "partitions": [{"partition_index": 0, "replicas": [1]}]}]},
+            label="reassign to this node, cancel, unknown")
+        ctx.call(45, v, {"timeout_ms": 5000, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0, "replicas": [2]}]}]}, label="to an unknown broker")
+    for v in ctx.versions(34):
+        ctx.call(34, v, {"dirs": [{"path": "/nowhere", "topics": [{"name": topic, "partitions": [0]}]}]},
+                 label="unknown log dir")
+    for v in ctx.versions(50):
+        ctx.call(50, v, {"users": [{"name": ctx.name("nobody")}]}, label="unknown user")
+        ctx.call(50, v, {"users": None}, label="all users (scoped)", scoped=_scope_users(ctx.prefix))
+    for v in ctx.versions(51):
+        ctx.call(51, v, {"deletions": [{"name": ctx.name("nobody"), "mechanism": 1}],
+                         "upsertions": [{"name": ctx.name("u"), "mechanism": 9, "iterations": 4096,
+                                         "salt": b"salt", "salted_password": b"x" * 32},
+                                        {"name": ctx.name("w"), "mechanism": 1, "iterations": 1,
+                                         "salt": b"salt", "salted_password": b"x" * 32}]},
+                 label="errors", scoped=_sort_results_by_user)
+    for v in ctx.versions(57):
+        ctx.call(57, v, {"timeout_ms": 5000, "validate_only": True, "feature_updates": [
+            {"feature": "no.such.feature", "max_version_level": 1, "upgrade_type": 1}]},
+            label="unknown feature, validate only")
+    for v in ctx.versions(17):
+        ctx.call(17, v, {"mechanism": "PLAIN"}, label="handshake on PLAINTEXT", conn=f"sasl{v}")
+    for v in ctx.versions(36):
+        ctx.call(36, v, {"auth_bytes": b"\x00u\x00p"}, label="authenticate without handshake", conn=f"auth{v}")
+
+
+def _sort_results_by_user(body):
+    return dict(body, results=sorted(body.get("results") or [], key=lambda r: r["user"]))
+
+
+def _scope_users(prefix):
+    def keep(body):
+        return dict(body, results=[r for r in body.get("results") or [] if r["user"].startswith(prefix)])
+    return keep
+
+
+@scenario
+def leader_epochs(ctx):
+    """Fenced and unknown leader epochs (Fetch, ListOffsets, OffsetForLeaderEpoch)."""
+    from .core import _fetch_body
+
+    topic = ctx.name("e")
+    topic_id = create_topic(ctx, topic)
+    for v in ctx.versions(1, lo=9):
+        for epoch in (0, 5):
+            body = _fetch_body(topic, topic_id, 0, 0)
+            body["topics"][0]["partitions"][0]["current_leader_epoch"] = epoch
+            ctx.call(1, v, body, label=f"current leader epoch {epoch}")
+    for v in ctx.versions(23):
+        ctx.call(23, v, {"replica_id": -1, "topics": [{"topic": topic, "partitions": [
+            {"partition": 0, "current_leader_epoch": 9, "leader_epoch": 0},
+            {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 7}]}]}, label="future epochs")
+
+
+def _throttled(body):
+    """Quota answers: whether the client was throttled (Kafka's exact throttle time depends on
+    its sample windows and the clock), not by how much."""
+    body = dict(body)
+    body["throttled"] = body.pop("throttle_time_ms", 0) > 0
+    return body
+
+
+@scenario
+def produce_quota(ctx):
+    topic = ctx.name("q")
+    create_topic(ctx, topic)
+    client = ctx.name("slow")
+    ctx.setup(49, 1, {"entries": [{"entity": [{"entity_type": "client-id", "entity_name": client}],
+                                   "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}]}],
+                      "validate_only": False}, expect=lambda o: ok(o) and o["entries"][0]["error_code"] == 0)
+    # Kafka applies the quota when its broker replays the record: wait until DescribeClientQuotas has it.
+    ctx.setup(48, 1, {"components": [{"entity_type": "client-id", "match_type": 0, "match": client}], "strict": True},
+              expect=lambda o: ok(o) and bool(o["entries"]), retries=80)
+    from .common import batch
+    for i, v in enumerate((9, 10, 11)):
+        ctx.call(0, v, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": 0, "records": batch(b"x" * 64 * 1024)}]}]},
+            label="64 KiB over a 1 KiB/s quota", client_id=client, conn=f"q{i}", scoped=_throttled)
+    ctx.call(0, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": batch(b"y")}]}]},
+        label="another client, no quota", client_id=ctx.name("fast"), conn="fast", scoped=_throttled)
