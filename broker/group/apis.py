@@ -2,7 +2,10 @@
 
 Served versions (PROTOCOL.md "Serve" column) and per-version notes:
 
-* FindCoordinator 0-4: v4+ batches ``coordinator_keys``.  key_type 0 (group) answers this broker,
+* FindCoordinator 0-6: v4+ batches ``coordinator_keys``; v5 adds nothing a broker answers
+  differently (TRANSACTION_ABORTABLE for clients); v6 key_type 2 (KIP-932 share coordinator,
+  "group:topicId:partition", INVALID_REQUEST below v6 or malformed; well formed:
+  COORDINATOR_NOT_AVAILABLE, as there is no share coordinator).  key_type 0 (group) answers this broker,
   creating ``__consumer_offsets`` on first use; key_type 1 (transaction) answers this broker when a
   transaction coordinator is installed (``broker.txn_coordinator``), creating
   ``__transaction_state`` on first use, else COORDINATOR_NOT_AVAILABLE (also when the topic cannot
@@ -12,9 +15,10 @@ Served versions (PROTOCOL.md "Serve" column) and per-version notes:
   v9 skip_assignment for a static leader rejoining a Stable group.
 * SyncGroup 0-5: v3+ group.instance.id; v5 protocol type/name checked and returned.
 * Heartbeat 0-4, LeaveGroup 0-5 (v3+ batched members; v0-2 report the member's error at the top).
-* OffsetCommit 2-9 (v2-4 retention_time_ms; v6+ leader epoch; v7+ group.instance.id; v9 answers
-  GROUP_ID_NOT_FOUND for an unknown group with a generation), OffsetFetch 1-9 (v2+ all topics with
-  null topics; v7 require_stable; v8+ several groups).  Partitions of topics that do not exist get
+* OffsetCommit 2-10 (v2-4 retention_time_ms; v6+ leader epoch; v7+ group.instance.id; v9 answers
+  GROUP_ID_NOT_FOUND for an unknown group with a generation), OffsetFetch 1-10 (v2+ all topics with
+  null topics; v7 require_stable; v8+ several groups).  v10 of both names topics by id (KIP-848):
+  an unknown id, the zero id included, answers UNKNOWN_TOPIC_ID for its partitions.  Partitions of topics that do not exist get
   UNKNOWN_TOPIC_OR_PARTITION on commit, as Kafka's request handler does.
 * DescribeGroups 0-6 (v6: GROUP_ID_NOT_FOUND for a missing group), ListGroups 0-5 (v4 states filter, v5 types filter), DeleteGroups 0-2,
   OffsetDelete 0.
@@ -42,6 +46,7 @@ from minikafka.broker.security.listeners import endpoint_for
 import asyncio
 import logging
 import time
+import uuid
 from typing import TYPE_CHECKING, Optional
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
@@ -112,13 +117,26 @@ async def find_coordinator(ctx, body: dict) -> dict:
             error = ErrorCode.NONE if coord is not None and coord.active else ErrorCode.COORDINATOR_NOT_AVAILABLE
         elif key_type == 1:
             error = _ensure_txn_coordinator(ctx.broker)
+        elif key_type == SHARE_KEY and ctx.api_version >= 6 and _share_key_valid(key):
+            # KIP-932 (v6): the share coordinator of "group:topicId:partition"; brokers ask it,
+            # so it needs CLUSTER_ACTION.
+            # Kafka answers COORDINATOR_NOT_AVAILABLE until its share coordinator has loaded
+            # __share_group_state; minikafka has no share coordinator (share groups are their own
+            # issue), so that is its answer for good.
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE if az.authorize(ctx, az.CLUSTER_ACTION, az.CLUSTER) \
+                else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            message = ""
+        elif key_type == SHARE_KEY:
+            # Kafka 4.2: a share key below v6 or not of the form "group:topicId:partition".
+            error, message = ErrorCode.INVALID_REQUEST, ""
         else:
             error = ErrorCode.INVALID_REQUEST
         if error == ErrorCode.NONE:
             # Kafka 4.2 answers success with the message "NONE" (v1-3) or "" (v4), never null.
             results.append({"key": key, "node_id": node_id, "host": host, "port": port,
                             "error_code": 0, "error_message": "NONE" if ctx.api_version < 4 else ""})
-        elif error in (ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED):
+        elif error in (ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) \
+                or key_type == SHARE_KEY:
             # Kafka 4.2: the error's description before v4, "" in v4's batched answer.
             results.append({"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error,
                             "error_message": message if ctx.api_version < 4 else ""})
@@ -130,6 +148,24 @@ async def find_coordinator(ctx, body: dict) -> dict:
     r = results[0]
     return {"throttle_time_ms": 0, "error_code": r["error_code"], "error_message": r["error_message"],
             "node_id": r["node_id"], "host": r["host"], "port": r["port"]}
+
+
+SHARE_KEY = 2
+
+
+def _share_key_valid(key: str) -> bool:
+    """A share coordinator key as Kafka's SharePartitionKey reads it: group:topicId:partition."""
+    import base64
+
+    parts = (key or "").split(":")
+    if len(parts) != 3 or not parts[0]:
+        return False
+    try:
+        topic_id = base64.urlsafe_b64decode(parts[1] + "==")
+        int(parts[2])
+    except ValueError:
+        return False
+    return len(parts[1]) == 22 and len(topic_id) == 16
 
 
 def _ensure_txn_coordinator(broker) -> ErrorCode:
@@ -281,8 +317,66 @@ def _commit(ctx, body: dict, commit) -> dict:
         for p in t["partitions"]]} for t in topics]}
 
 
+TOPIC_ID_VERSION = 10  # OffsetCommit and OffsetFetch v10 (KIP-848) name topics by id only
+
+
+def _topic_by_id(ctx, topic_id):
+    controller = ctx.broker.controller
+    if controller is None or topic_id is None or not topic_id.int:
+        return None
+    return controller.topic_by_id(topic_id)
+
+
+def _topic_id_of(ctx, name: str):
+    controller = ctx.broker.controller
+    info = controller.topic(name) if controller is not None else None
+    return info.topic_id if info is not None else uuid.UUID(int=0)
+
+
 async def offset_commit(ctx, body: dict) -> dict:
-    return _commit(ctx, body, lambda shard, known: shard.commit_offsets(known, ctx.api_version))
+    commit = lambda shard, known: shard.commit_offsets(known, ctx.api_version)  # noqa: E731
+    if ctx.api_version < TOPIC_ID_VERSION:
+        return _commit(ctx, body, commit)
+    return _by_topic_ids(ctx, body, lambda named: _commit(ctx, named, commit))
+
+
+def _by_topic_ids(ctx, body: dict, commit_by_name) -> dict:
+    """OffsetCommit v10 (KIP-848): the group's checks come first (every partition gets their
+    error); then an unknown topic id, the zero id included, answers UNKNOWN_TOPIC_ID per
+    partition.  The known topics are committed by name and answered by id, first, the unknown
+    ones after them; topics of the same id share one entry (Kafka 4.2 builds the answer by id)."""
+    topics = body.get("topics") or []
+    if not body["group_id"] or not az.authorize(ctx, az.READ, az.GROUP, body["group_id"]):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED if body["group_id"] else ErrorCode.INVALID_GROUP_ID
+        answers = [{"topic_id": t.get("topic_id"), "partitions": [
+            {"partition_index": p["partition_index"], "error_code": error} for p in t["partitions"]]} for t in topics]
+        return {"throttle_time_ms": 0, "topics": _merge_by_id(answers)}
+    named, unknown = [], []
+    for t in topics:
+        info = _topic_by_id(ctx, t.get("topic_id"))
+        if info is None:
+            unknown.append({"topic_id": t.get("topic_id"), "partitions": [
+                {"partition_index": p["partition_index"], "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
+                for p in t["partitions"]]})
+        else:
+            named.append(dict(t, name=info.name))
+    answers = []
+    if named:
+        response = commit_by_name(dict(body, topics=named))
+        answers = [{"topic_id": t["topic_id"], "partitions": a["partitions"]}
+                   for t, a in zip(named, response["topics"])]
+    return {"throttle_time_ms": 0, "topics": _merge_by_id(answers + unknown)}
+
+
+def _merge_by_id(topics: list) -> list:
+    merged: dict = {}
+    for t in topics:
+        key = t["topic_id"]
+        if key in merged:
+            merged[key]["partitions"].extend(t["partitions"])
+        else:
+            merged[key] = {"topic_id": key, "partitions": list(t["partitions"])}
+    return list(merged.values())
 
 
 async def txn_offset_commit(ctx, body: dict) -> dict:
@@ -346,8 +440,36 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool, member_id: Op
          "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED} for i in t["partition_indexes"]]} for t in topics]}
 
 
+def _fetch_group_by_ids(ctx, g: dict, require_stable: bool) -> dict:
+    """OffsetFetch v10: topics by id; an unknown id answers UNKNOWN_TOPIC_ID per partition."""
+    topics = g.get("topics")
+    named, unknown = [], {}
+    for index, t in enumerate(topics or []):
+        info = _topic_by_id(ctx, t.get("topic_id"))
+        if info is None:
+            unknown[index] = {"topic_id": t.get("topic_id"), "partitions": [
+                {"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+                 "error_code": ErrorCode.UNKNOWN_TOPIC_ID} for i in t["partition_indexes"]]}
+        else:
+            named.append((index, dict(t, name=info.name)))
+    fetched = _fetch_group(ctx, g["group_id"], None if topics is None else [t for _, t in named],
+                           require_stable, g.get("member_id"), g.get("member_epoch", -1))
+    if fetched["error_code"] != ErrorCode.NONE and not fetched["topics"]:
+        return fetched
+    if topics is None:
+        return {**fetched, "topics": [{"topic_id": _topic_id_of(ctx, t["name"]), "partitions": t["partitions"]}
+                                      for t in fetched["topics"]]}
+    # Kafka 4.2: the known topics first, then the unknown ids.
+    answers = [{"topic_id": t["topic_id"], "partitions": a["partitions"]}
+               for (_, t), a in zip(named, fetched["topics"])]
+    return {**fetched, "topics": answers + [unknown[i] for i in sorted(unknown)]}
+
+
 async def offset_fetch(ctx, body: dict) -> dict:
     require_stable = bool(body.get("require_stable", False))
+    if ctx.api_version >= TOPIC_ID_VERSION:
+        return {"throttle_time_ms": 0, "groups": [_fetch_group_by_ids(ctx, g, require_stable)
+                                                  for g in body["groups"]]}
     if ctx.api_version >= 8:
         groups = [_fetch_group(ctx, g["group_id"], g.get("topics"), require_stable, g.get("member_id"),
                                g.get("member_epoch", -1)) for g in body["groups"]]
@@ -538,13 +660,13 @@ class PartitionLogAdapter:
 
 def register(registry, broker) -> None:
     for api_key, lo, hi, handler in (
-        (FIND_COORDINATOR, 0, 4, find_coordinator),
+        (FIND_COORDINATOR, 0, 6, find_coordinator),
         (JOIN_GROUP, 0, 9, join_group),
         (HEARTBEAT, 0, 4, heartbeat),
         (LEAVE_GROUP, 0, 5, leave_group),
         (SYNC_GROUP, 0, 5, sync_group),
-        (OFFSET_COMMIT, 2, 9, offset_commit),
-        (OFFSET_FETCH, 1, 9, offset_fetch),
+        (OFFSET_COMMIT, 2, 10, offset_commit),
+        (OFFSET_FETCH, 1, 10, offset_fetch),
         (DESCRIBE_GROUPS, 0, 6, describe_groups),
         (LIST_GROUPS, 0, 5, list_groups),
         (DELETE_GROUPS, 0, 2, delete_groups),

@@ -1,4 +1,4 @@
-"""Fetch (key 1), versions 4-17.
+"""Fetch (key 1), versions 4-18.
 
 v4 adds isolation_level, last_stable_offset and aborted_transactions; v5 log_start_offset;
 v7 fetch sessions (KIP-227); v9 current_leader_epoch; v11 rack_id and preferred_read_replica;
@@ -186,4 +186,4 @@ def register(registry, broker) -> None:
     from .fetch_session import with_sessions
     from .fetch_topic_ids import by_topic_id
 
-    registry.register(API_KEY, 4, 17, with_sessions(by_topic_id(handle_fetch)))
+    registry.register(API_KEY, 4, 18, with_sessions(by_topic_id(handle_fetch)))

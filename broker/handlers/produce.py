@@ -1,4 +1,4 @@
-"""Produce (key 0): advertise 0-11, serve 3-11.
+"""Produce (key 0): advertise 0-13, serve 3-13.
 
 Versions 0-2 are advertised because librdkafka < 2.11.1 turns compression off when Produce v0
 is outside the broker's range (KAFKA-18659); like Kafka 4.x we answer them with
@@ -30,6 +30,12 @@ Transactional batches (v3+ with a transactional id) are checked like idempotent 
 transaction coordinator (``broker.txn_coordinator.validate_produce``, broker/txn/apis.py): the
 partition must be in the producer's open transaction (Kafka 3.9's partition verification), else
 TRANSACTION_ABORTABLE for Produce v11 and INVALID_TXN_STATE for older versions.
+
+v12 is v11 (KIP-890: a client sends it only when ``transaction.version`` 2 is finalized, and then
+expects the partitions of its transactional batches to be added to the transaction by the
+broker).  v13 (KIP-516) names topics by id: an id the broker does not know (the zero id
+included) answers UNKNOWN_TOPIC_ID for each of its partitions, before any authorization; the
+answer carries the id instead of the name.
 """
 
 from __future__ import annotations
@@ -213,16 +219,49 @@ def authorize_produce(ctx, body: dict) -> list:
         _partition_response(p["index"], int(code)) for p in t.get("partition_data") or []]} for t in denied]
 
 
+UNKNOWN_TOPIC_ID = 100
+FIRST_TOPIC_ID_VERSION = 13
+
+
+def _names_from_ids(broker, body: dict) -> tuple[dict, list]:
+    """v13: give every known topic its name; the unknown ids' answers come back separately."""
+    controller = broker.controller
+    known, unknown = [], []
+    for topic in body.get("topic_data") or []:
+        topic_id = topic.get("topic_id")
+        info = controller.topic_by_id(topic_id) if topic_id is not None and topic_id.int else None
+        if info is None:
+            unknown.append({"topic_id": topic_id, "partition_responses": [
+                _partition_response(p["index"], UNKNOWN_TOPIC_ID) for p in topic.get("partition_data") or []]})
+        else:
+            known.append(dict(topic, name=info.name))
+    return dict(body, topic_data=known), unknown
+
+
+def _ids_from_names(broker, responses: list) -> None:
+    controller = broker.controller
+    for r in responses:
+        if "topic_id" not in r:
+            info = controller.topic(r["name"])
+            r["topic_id"] = info.topic_id if info is not None else None
+
+
 def _has_error(response: dict) -> bool:
     return any(p["error_code"] for t in response["responses"] for p in t["partition_responses"])
 
 
 def register(registry, broker) -> None:
     async def handle_produce(ctx, body: dict) -> dict | None:
+        unknown_ids = []
+        if ctx.api_version >= FIRST_TOPIC_ID_VERSION:
+            body, unknown_ids = _names_from_ids(ctx.broker, body)
         denied = authorize_produce(ctx, body)  # removes denied topics from body (issue 12)
         response = handle_produce_sync(ctx.broker, ctx.api_version, body)
         if denied:
             response["responses"].extend(denied)
+        if ctx.api_version >= FIRST_TOPIC_ID_VERSION:
+            _ids_from_names(ctx.broker, response["responses"])
+            response["responses"].extend(unknown_ids)
         if body.get("acks") == 0:
             # Kafka closes an acks=0 connection whose produce failed: the client cannot see an
             # error code, but the reconnect makes it refresh metadata.
@@ -232,4 +271,4 @@ def register(registry, broker) -> None:
             return None
         return response
 
-    registry.register(API_KEY, 0, 11, handle_produce)
+    registry.register(API_KEY, 0, 13, handle_produce)

@@ -9,7 +9,9 @@ Served versions (PROTOCOL.md "Serve" column):
   0-4, EndTxn 0-4: PRODUCER_FENCED from v2, INVALID_PRODUCER_EPOCH before.
 * TxnOffsetCommit 0-4 is served by the group coordinator (broker/group/apis.py), which registers it
   because this module installs ``broker.txn_coordinator`` first.
-* DescribeTransactions 0, ListTransactions 0-1 (v1 duration filter), DescribeProducers 0.
+* DescribeTransactions 0, ListTransactions 0-2 (v1 duration filter, v2 transactional id pattern:
+  a regular expression the whole id matches, INVALID_REGULAR_EXPRESSION when it does not compile),
+  DescribeProducers 0.
 * FindCoordinator key_type 1 answers this broker and creates ``__transaction_state`` on first use
   (broker/group/apis.py).
 * Authorization (KafkaApis): WRITE on the transactional id for AddPartitionsToTxn, AddOffsetsToTxn
@@ -41,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import signal
 import time
 from typing import TYPE_CHECKING
@@ -334,10 +337,26 @@ async def describe_transactions(ctx, body: dict) -> dict:
 async def list_transactions(ctx, body: dict) -> dict:
     coordinator = _service(ctx).coordinator
     if coordinator is None:
+        if ctx.api_version >= 2 and body.get("transactional_id_pattern"):
+            try:
+                re.compile(body["transactional_id_pattern"])
+            except re.error:
+                return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REGULAR_EXPRESSION,
+                        "unknown_state_filters": [], "transaction_states": []}
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "unknown_state_filters": [],
                 "transaction_states": []}
+    pattern = None
+    if ctx.api_version >= 2 and body.get("transactional_id_pattern"):
+        # KIP-1152 (v2): a regular expression the whole id must match; null or "" lists all.
+        try:
+            pattern = re.compile(body["transactional_id_pattern"])
+        except re.error:
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REGULAR_EXPRESSION,
+                    "unknown_state_filters": [], "transaction_states": []}
     out = coordinator.list(body.get("state_filters") or [], body.get("producer_id_filters") or [],
                            body.get("duration_filter", -1) if ctx.api_version >= 1 else -1)
+    if pattern is not None:
+        out["transaction_states"] = [s for s in out["transaction_states"] if pattern.fullmatch(s["transactional_id"])]
     out["transaction_states"] = [s for s in out["transaction_states"]
                                  if az.authorize(ctx, az.DESCRIBE, az.TRANSACTIONAL_ID, s["transactional_id"])]
     return {"throttle_time_ms": 0, **out}
@@ -384,7 +403,7 @@ def register(registry, broker) -> None:
         (END_TXN, 0, 4, end_txn),
         (DESCRIBE_PRODUCERS, 0, 0, describe_producers),
         (DESCRIBE_TRANSACTIONS, 0, 0, describe_transactions),
-        (LIST_TRANSACTIONS, 0, 1, list_transactions),
+        (LIST_TRANSACTIONS, 0, 2, list_transactions),
     ):
         registry.register(api_key, lo, hi, handler)
 
