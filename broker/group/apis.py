@@ -22,7 +22,8 @@ Served versions (PROTOCOL.md "Serve" column) and per-version notes:
   UNKNOWN_TOPIC_OR_PARTITION on commit, as Kafka's request handler does.
 * DescribeGroups 0-6 (v6: GROUP_ID_NOT_FOUND for a missing group), ListGroups 0-5 (v4 states filter, v5 types filter), DeleteGroups 0-2,
   OffsetDelete 0.
-* TxnOffsetCommit 0-4: registered only when a transaction coordinator is installed
+* TxnOffsetCommit 0-5 (v5, transactions V2: adds the group's offsets partition to the
+  transaction itself instead of needing AddOffsetsToTxn): registered only when a transaction coordinator is installed
   (``broker.txn_coordinator`` set by a handler module registered before this one), because the offsets
   stay pending until that coordinator ends the transaction through
   ``broker.group_coordinator.complete_transaction(producer_id, producer_epoch, commit)``.  While
@@ -403,6 +404,20 @@ def _verify_txn_offsets(ctx, body: dict) -> ErrorCode:
     groups = _coordinator(ctx)
     if coordinator is None or groups is None:
         return ErrorCode.NONE
+    if ctx.api_version >= 5:
+        # Transactions V2 (KIP-890 part 2): the commit adds the group's partition of
+        # __consumer_offsets to the transaction itself (no AddOffsetsToTxn).
+        from ..txn.apis import _storage_guard
+
+        error = _storage_guard(coordinator.add_partitions, body["transactional_id"], body["producer_id"],
+                               body["producer_epoch"], [(OFFSETS_TOPIC, groups.partition_for(body["group_id"]))], 2)
+        if error in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if error is ErrorCode.PRODUCER_FENCED:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if error is ErrorCode.INVALID_TXN_STATE:
+            return ErrorCode.TRANSACTION_ABORTABLE
+        return error
     error = coordinator.validate_produce(body["transactional_id"], body["producer_id"], body["producer_epoch"],
                                          OFFSETS_TOPIC, groups.partition_for(body["group_id"]))
     if error is ErrorCode.INVALID_TXN_STATE and ctx.api_version >= 4:
@@ -675,7 +690,7 @@ def register(registry, broker) -> None:
         registry.register(api_key, lo, hi, handler)
     if getattr(broker, "txn_coordinator", None) is not None:
         # Only useful with someone to end the transactions (see the module docstring).
-        registry.register(TXN_OFFSET_COMMIT, 0, 4, txn_offset_commit)
+        registry.register(TXN_OFFSET_COMMIT, 0, 5, txn_offset_commit)
     if consumer_protocol_enabled(getattr(broker, "config", None)):
         registry.register(CONSUMER_GROUP_HEARTBEAT, 0, 1, consumer_group_heartbeat)
         registry.register(CONSUMER_GROUP_DESCRIBE, 0, 1, consumer_group_describe)

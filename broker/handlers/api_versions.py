@@ -3,8 +3,7 @@
 The answer is computed from the registry: every (api_key, min, max) some handler registered,
 so nothing is advertised that is not served (PROTOCOL.md: "never advertise an API/version you
 don't implement").  v1+ adds throttle_time_ms; v3+ (flexible) adds the tagged feature fields from
-``broker.features`` (supported and finalized levels; ``transaction.version`` stops at 1, which
-keeps Java 4.x off "transactions V2").  An ApiVersions request at a version above 4 never reaches this handler:
+``broker.features`` (supported and finalized levels; ``transaction.version`` 2, transactions V2, as Kafka 4.2).  An ApiVersions request at a version above 4 never reaches this handler:
 the connection answers it with UNSUPPORTED_VERSION and a v0 body (see broker.connection).
 """
 

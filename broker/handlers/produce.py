@@ -31,9 +31,10 @@ transaction coordinator (``broker.txn_coordinator.validate_produce``, broker/txn
 partition must be in the producer's open transaction (Kafka 3.9's partition verification), else
 TRANSACTION_ABORTABLE for Produce v11 and INVALID_TXN_STATE for older versions.
 
-v12 is v11 (KIP-890: a client sends it only when ``transaction.version`` 2 is finalized, and then
-expects the partitions of its transactional batches to be added to the transaction by the
-broker).  v13 (KIP-516) names topics by id: an id the broker does not know (the zero id
+v12 (KIP-890 part 2, transactions V2): with ``transaction.version`` 2 finalized (the default, as
+in Kafka 4.2), a transactional batch adds its partition to the producer's transaction itself
+(``TxnService.add_partition_implicitly``) instead of being verified against AddPartitionsToTxn;
+with ``transaction.version`` 1 v12 is v11.  v13 (KIP-516) names topics by id: an id the broker does not know (the zero id
 included) answers UNKNOWN_TOPIC_ID for each of its partitions, before any authorization; the
 answer carries the id instead of the name.
 """
@@ -66,6 +67,14 @@ LEADER_EPOCH = 0
 RECORD_LIST_TOO_LARGE = 18
 _NO_MESSAGE = (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE)
 _NOT_IN_TRANSACTION = "Partition was not added to the transaction"
+TV2_PRODUCE_VERSION = 12
+
+
+def tv2_enabled(broker) -> bool:
+    """``transaction.version`` finalized at 2 or more (the default; UpdateFeatures may lower it)."""
+    from minikafka.broker import features
+
+    return features.finalized(broker).get(features.TRANSACTION_VERSION, 0) >= 2
 
 def _partition_response(index: int, error: int, base_offset: int = -1, log_start_offset: int = -1,
                         log_append_time_ms: int = -1, message: str | None = None,
@@ -114,6 +123,15 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
         plog = controller.log(topic, index)
     except KafkaError as exc:
         return _partition_response(index, exc.code, message=str(exc))
+    txn = broker.txn_coordinator
+    implicit = (header.is_transactional and api_version >= TV2_PRODUCE_VERSION and txn is not None
+                and hasattr(txn, "add_partition_implicitly") and tv2_enabled(broker))
+    if implicit:
+        # Transactions V2: the batch adds its partition to the transaction itself, before the
+        # append's own checks (Kafka verifies the transaction first; its errors carry no offsets).
+        txn_error = txn.add_partition_implicitly(transactional_id, topic, index, header)
+        if txn_error:
+            return _partition_response(index, txn_error)
     if header.producer_id >= 0:
         state = controller.producer_states.for_partition(topic, index, plog)
         check = state.check(header.producer_id, header.producer_epoch, header.base_sequence,
@@ -127,8 +145,7 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
         if check.error:
             # Kafka 4.2 answers a sequence or epoch error with the partition's log start offset.
             return _partition_response(index, check.error, log_start_offset=plog.log_start_offset)
-        txn = broker.txn_coordinator
-        if header.is_transactional and txn is not None and hasattr(txn, "validate_produce"):
+        if header.is_transactional and not implicit and txn is not None and hasattr(txn, "validate_produce"):
             txn_error = txn.validate_produce(transactional_id, topic, index, header)
             if txn_error:
                 return _partition_response(index, txn_error)

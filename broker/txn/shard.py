@@ -61,6 +61,11 @@ class TxnMetadata:
     # what InitProducerId needs to recognise a retry after an epoch bump whose answer was lost.
     last_producer_id: int = NO_PRODUCER_ID
     last_producer_epoch: int = NO_PRODUCER_EPOCH
+    # Transactions V2 (KIP-890 part 2), in memory only (value v1's tagged fields in Kafka 4.x): the
+    # transaction version of the client's current transaction (2: its end bumps the epoch) and,
+    # while a V2 end whose epoch would overflow is prepared, the producer id it rotates to.
+    client_tv: int = 1
+    next_producer_id: int = NO_PRODUCER_ID
 
     def to_value(self) -> TransactionLogValue:
         by_topic: dict[str, list[int]] = {}
@@ -100,6 +105,7 @@ class TxnShard:
                            value.last_update_timestamp_ms)
         if live is not None:
             meta.last_producer_id, meta.last_producer_epoch = live.last_producer_id, live.last_producer_epoch
+            meta.client_tv, meta.next_producer_id = live.client_tv, live.next_producer_id
         # Loaded from the log they stay unknown, as in Kafka 3.9 (value v0 does not hold them).
         self.txns[tid] = meta
 

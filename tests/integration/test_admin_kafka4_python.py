@@ -105,9 +105,10 @@ def test_features(admin):
 
     features = admin.describe_features()
     assert features["metadata.version"]["finalized"] == (25, 25)
-    assert features["transaction.version"]["supported"] == (0, 1)
+    assert features["transaction.version"]["supported"] == (0, 2)
+    assert features["transaction.version"]["finalized"] == (2, 2)  # transactions V2, as Kafka 4.2
     with pytest.raises(Errors.InvalidUpdateVersionError):
-        admin.update_features({"transaction.version": 2})
+        admin.update_features({"transaction.version": 3})
 
 
 def test_describe_cluster_and_groups_v6(admin):

@@ -37,7 +37,7 @@ def init_producer_id(ctx):
 def transaction_errors(ctx):
     topic = ctx.name("t")
     create_topic(ctx, topic)
-    for v in ctx.versions(24):
+    for v in ctx.versions(24, hi=3):  # v4+ (batched form): corpus/issue20.py
         tid = ctx.name(f"a{v}")
         find_coordinator(ctx, tid, key_type=1)
         out = init(ctx, tid, 4, record=False)

@@ -142,20 +142,24 @@ async def test_features_and_update_features(broker):
     fields = features.api_versions_fields(broker)
     finalized = {f["name"]: f["max_version_level"] for f in fields["finalized_features"]}
     supported = {f["name"]: (f["min_version"], f["max_version"]) for f in fields["supported_features"]}
-    assert finalized == {"metadata.version": 25, "transaction.version": 1}
-    assert supported["transaction.version"] == (0, 1) and supported["group.version"] == (0, 0)
+    # transaction.version 2 (transactions V2) is finalized by default, as in Kafka 4.2.
+    assert finalized == {"metadata.version": 25, "transaction.version": 2}
+    assert supported["transaction.version"] == (0, 2) and supported["group.version"] == (0, 0)
 
     def upd(name, level, upgrade_type=1, validate_only=False):
         return {"timeout_ms": 1000, "validate_only": validate_only, "feature_updates": [
             {"feature": name, "max_version_level": level, "upgrade_type": upgrade_type}]}
 
-    r = await call(broker, 57, 1, upd("transaction.version", 2))
+    r = await call(broker, 57, 1, upd("transaction.version", 3))
     # Kafka 4.2 (tests/conformance admin_misc): the top-level error only, no per-feature results.
     assert r["error_code"] == 95 and r["results"] == []
     assert (await call(broker, 57, 2, upd("metadata.version", 24, 2)))["error_code"] == 95
     assert (await call(broker, 57, 2, upd("no.such.feature", 1)))["error_code"] == 95
     assert (await call(broker, 57, 2, upd("transaction.version", 0, 1)))["error_code"] == 95  # downgrade as upgrade
     assert (await call(broker, 57, 2, upd("transaction.version", 0, 2, validate_only=True)))["error_code"] == 0
+    assert features.finalized(broker)["transaction.version"] == 2
+    r = await call(broker, 57, 2, upd("transaction.version", 1, 2))  # safe downgrade to V1
+    assert r["error_code"] == 0
     assert features.finalized(broker)["transaction.version"] == 1
     r = await call(broker, 57, 2, upd("transaction.version", 0, 2))
     assert r["error_code"] == 0 and "results" not in r or r.get("results") in (None, [])

@@ -252,7 +252,7 @@ def test_txn_offset_commit_registered_only_with_a_transaction_coordinator():
     assert without.version_range(apis.JOIN_GROUP) == (0, 9)
     with_txn = ApiRegistry()
     apis.register(with_txn, types.SimpleNamespace(txn_coordinator=object(), group_coordinator=None))
-    assert with_txn.version_range(apis.TXN_OFFSET_COMMIT) == (0, 4)
+    assert with_txn.version_range(apis.TXN_OFFSET_COMMIT) == (0, 5)
 
 
 @pytest.mark.parametrize("version", range(0, 5))
