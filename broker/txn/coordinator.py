@@ -398,6 +398,12 @@ class TransactionCoordinator:
             return
         log.info("transaction of %r (producer %d epoch %d) timed out after %d ms: aborting it",
                  transactional_id, meta.producer_id, meta.producer_epoch, meta.timeout_ms)
+        if meta.client_tv >= 2:
+            # Transactions V2 (as Kafka 4.2 answers): an abort with the usual epoch bump, so the
+            # producer's own EndTxn(abort) with the old epoch is answered as a retry (with the new
+            # epoch) and its commit gets INVALID_TXN_STATE; it is not fenced.
+            self._end(shard, meta, False, bump=True)
+            return
         self._fence_and_abort(shard, meta)
 
     def _expire_ids(self, shard: TxnShard) -> None:

@@ -102,3 +102,46 @@ def test_a_prepared_v2_end_is_finished_after_a_restart_with_the_bumped_epoch():
     h.restart()
     assert h.markers == [(pid, epoch + 1, True, (TP,))]
     assert h.state().state is TxnState.COMPLETE_COMMIT and h.state().producer_epoch == epoch + 1
+
+
+def test_a_timed_out_v2_transaction_is_aborted_with_a_bump_the_producer_can_follow():
+    """As Kafka 4.2 answers (seen on the wire): after the timeout's abort, the producer's commit with
+    the old epoch gets INVALID_TXN_STATE and its abort the new epoch; it is not fenced."""
+    h = Harness()
+    _, pid, epoch = h.init(timeout=5000)
+    c = h.coordinator
+    assert c.add_partitions("t", pid, epoch, [TP], client_tv=2) == ErrorCode.NONE
+    h.timer.advance(5000)
+    assert h.state().state is TxnState.COMPLETE_ABORT and h.state().producer_epoch == epoch + 1
+    assert h.markers == [(pid, epoch + 1, False, (TP,))]
+    assert c.end_txn_v2("t", pid, epoch, True)[0] is ErrorCode.INVALID_TXN_STATE
+    assert c.end_txn_v2("t", pid, epoch, False) == (ErrorCode.NONE, pid, epoch + 1)
+    assert c.add_partitions("t", pid, epoch + 1, [TP], client_tv=2) == ErrorCode.NONE
+
+
+def test_v2_state_survives_a_restart_in_value_v1():
+    h = Harness()
+    _, pid, epoch = h.init()
+    c = h.coordinator
+    c.add_partitions("t", pid, epoch, [TP], client_tv=2)
+    assert c.end_txn_v2("t", pid, epoch, True) == (ErrorCode.NONE, pid, epoch + 1)
+    h.restart()
+    # The lost answer's retry is still recognised after the restart (value v1 holds what it needs).
+    assert h.coordinator.end_txn_v2("t", pid, epoch, True) == (ErrorCode.NONE, pid, epoch + 1)
+
+
+def test_value_v1_round_trip():
+    from minikafka.broker.txn.records import TransactionLogValue, decode_value, encode_value
+
+    value = TransactionLogValue(7, 3, 60000, 2, {"a": [2, 0], "b": [1]}, 111, 100, previous_producer_id=7,
+                                next_producer_id=9, client_transaction_version=2, next_producer_epoch=0)
+    raw = encode_value(value)
+    assert raw[:2] == b"\x00\x01"
+    back = decode_value(raw)
+    assert back.partitions == {"a": [0, 2], "b": [1]}
+    assert (back.previous_producer_id, back.next_producer_id, back.client_transaction_version,
+            back.next_producer_epoch) == (7, 9, 2, 0)
+    assert (back.last_update_timestamp_ms, back.start_timestamp_ms) == (111, 100)
+    v1_defaults = decode_value(encode_value(TransactionLogValue(1, 0, 1000, 0, {}, 5, -1,
+                                                                client_transaction_version=2)))
+    assert (v1_defaults.previous_producer_id, v1_defaults.next_producer_id) == (-1, -1)
