@@ -216,7 +216,7 @@ class Rule:
     api: str | None = None
     versions: tuple[int, int] | None = None
     scenario: str | None = None
-    label: str | None = None
+    label: str | list | None = None  # a glob, or a list of globs
     kafka: Any = None
     minikafka: Any = None
     has_kafka: bool = False
@@ -230,7 +230,8 @@ class Rule:
             return False
         if self.scenario is not None and not fnmatch.fnmatchcase(ex.scenario, self.scenario):
             return False
-        if self.label is not None and not fnmatch.fnmatchcase(ex.label, self.label):
+        if self.label is not None and not any(fnmatch.fnmatchcase(ex.label, lab) for lab in
+                                              (self.label if isinstance(self.label, list) else [self.label])):
             return False
         if not fnmatch.fnmatchcase(path, self.path):
             return False
