@@ -426,6 +426,10 @@ def write_report(result: Result, out_path: Path, *, kafka_version: str | None = 
             cell = lambda x: _short(x).replace("|", "\\|")  # noqa: E731
             lines.append(f"| {api_name(v.api_key)} | {v.version} | {v.scenario} | {v.label} | {v.verdict} | "
                          f"`{path}` | {cell(kv)} | {cell(mv)} | {rule.id if rule else '**none**'} |")
+    lines += ["", "## Allowed differences by rule", "", "| rule | section | differences | reason |", "|---|---|---:|---|"]
+    for r in sorted(result.rules, key=lambda r: (r.section, r.id)):
+        if r.used:
+            lines.append(f"| `{r.id}` | {r.section} | {r.used} | {r.reason.replace('|', '/')} |")
     unused = [r for r in result.rules if not r.used]
     if unused:
         lines += ["", "## Allowed-difference rules that matched nothing in this run", ""]
