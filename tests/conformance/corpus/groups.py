@@ -374,3 +374,17 @@ def group_admin(ctx):
                  label="offset delete, subscribed and other topic")
     for v in ctx.versions(69):
         ctx.call(69, v, {"group_ids": [classic]}, label="consumer describe of a classic group")
+
+
+@scenario
+def classic_protocol_mismatch(ctx):
+    """Joining a live group with another protocol type or no common protocol; a group instance
+    id on v4 (before static membership)."""
+    group = ctx.name("pm")
+    find_coordinator(ctx, group)
+    first = join(ctx, group, 9, record=False)
+    join(ctx, group, 9, member_id=first["member_id"], record=False)
+    for v in ctx.versions(11):
+        join(ctx, group, v, protocol_type="connect", label="other protocol type", conn=f"pt{v}")
+        join(ctx, group, v, protocols=[{"name": "roundrobin", "metadata": b""}], label="no common protocol",
+             conn=f"np{v}")
