@@ -611,7 +611,9 @@ def ensure_coordinator(broker) -> GroupCoordinator:
     if info is None:
         info = controller.create_topic(
             OFFSETS_TOPIC, num_partitions=broker.config.get("offsets.topic.num.partitions"),
-            configs={"cleanup.policy": "compact", "segment.bytes": "104857600"}, internal=True)
+            # The topic configs Kafka 4.2 creates it with (GroupCoordinatorService.groupMetadataTopicConfigs).
+            configs={"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "producer"},
+            internal=True)
         log.info("created %s with %d partitions", OFFSETS_TOPIC, info.num_partitions)
     coordinator = _activate(broker, info)
     coordinator.load()  # a new topic is empty: loading is immediate

@@ -98,8 +98,7 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
     if info is None or not 0 <= index < info.num_partitions:
         return _partition_response(index, UNKNOWN_TOPIC_OR_PARTITION)
     if info.internal:
-        return _partition_response(index, INVALID_TOPIC_EXCEPTION,
-                                   message=f"Cannot append to internal topic {topic}")
+        return _partition_response(index, INVALID_TOPIC_EXCEPTION)  # no message, as Kafka 4.2
     if records is None:
         return _partition_response(index, INVALID_RECORD, message="Produce request without records")
     try:

@@ -480,3 +480,28 @@ def _codes_only(body):
             return [strip(x) for x in v]
         return v
     return strip(body)
+
+
+@scenario
+def internal_topics(ctx):
+    """The internal topics as clients see them: Metadata, their configs, writes and re-creation
+    refused."""
+    from .common import find_coordinator
+
+    find_coordinator(ctx, ctx.name("g"))
+    find_coordinator(ctx, ctx.name("tx"), key_type=1)
+    for name in ("__consumer_offsets", "__transaction_state"):
+        for v in (1, 9, 12, 13):
+            if v in ctx.versions(3):
+                ctx.call(3, v, {"topics": [{"name": name, "topic_id": None}], "allow_auto_topic_creation": False,
+                                "include_topic_authorized_operations": v >= 8}, label=f"metadata of {name}")
+        ctx.call(32, 4, {"resources": [{"resource_type": 2, "resource_name": name, "configuration_keys": None}],
+                         "include_synonyms": True}, label=f"configs of {name}", scoped=sort_by("name"))
+        ctx.call(0, 9, _produce_body(name, 0, batch(b"x")), label=f"produce to {name}")
+        ctx.call(19, 7, {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1}],
+                         "timeout_ms": 5000, "validate_only": True}, label=f"create {name}")
+        ctx.call(44, 1, {"resources": [{"resource_type": 2, "resource_name": name, "configs": [
+            {"name": "retention.ms", "config_operation": 0, "value": "1000"}]}], "validate_only": True},
+            label=f"alter configs of {name}")
+        ctx.call(37, 3, {"topics": [{"name": name, "count": 10, "assignments": None}], "timeout_ms": 5000,
+                         "validate_only": True}, label=f"add partitions to {name}")
