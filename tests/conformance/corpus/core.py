@@ -505,3 +505,23 @@ def internal_topics(ctx):
             label=f"alter configs of {name}")
         ctx.call(37, 3, {"topics": [{"name": name, "count": 10, "assignments": None}], "timeout_ms": 5000,
                          "validate_only": True}, label=f"add partitions to {name}")
+
+
+@scenario
+def fetch_limits(ctx):
+    """Response-level max_bytes across partitions (KIP-74: the first batch always comes), a long
+    poll that ends empty at its max_wait, and read_uncommitted up to the high watermark."""
+    topic = ctx.name("lim")
+    topic_id = create_topic(ctx, topic, partitions=2)
+    produce(ctx, topic, 0, batch(b"a" * 300, b"b" * 300))
+    produce(ctx, topic, 1, batch(b"c" * 300))
+    for v in ctx.versions(1, lo=4):
+        body = _fetch_body(topic, topic_id, 0, 0)
+        body["max_bytes"] = 10
+        body["topics"][0]["partitions"].append(dict(body["topics"][0]["partitions"][0], partition=1))
+        ctx.call(1, v, body, label="max_bytes 10 over two partitions")
+    for v in (4, 11, 12, 16):
+        if v in ctx.versions(1):
+            body = _fetch_body(topic, topic_id, 1, 1)
+            body.update(min_bytes=1, max_wait_ms=200)
+            ctx.call(1, v, body, label="long poll at the end, nothing arrives")
