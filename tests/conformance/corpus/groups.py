@@ -102,6 +102,23 @@ def classic_group_unknown(ctx):
         ctx.call(15, v, {"groups": [group, ""]}, label="describe unknown and empty")
     for v in ctx.versions(42):
         ctx.call(42, v, {"groups_names": [group, ""]}, label="delete unknown and empty")
+    topic = ctx.name("t")
+    create_topic(ctx, topic)
+    for v in ctx.versions(8):
+        ctx.call(8, v, {"group_id": ctx.name(f"nog{v}"), "generation_id_or_member_epoch": 3, "member_id": "m",
+                        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                                   "committed_leader_epoch": -1,
+                                                                   "committed_metadata": ""}]}]},
+                 label="commit with a generation to a group that does not exist")
+        ctx.call(8, v, {"group_id": "", "generation_id_or_member_epoch": -1, "member_id": "",
+                        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                                   "committed_leader_epoch": -1,
+                                                                   "committed_metadata": ""}]}]},
+                 label="commit to the empty group id")
+    for v in ctx.versions(9):
+        ctx.call(9, v, {"group_id": "", "topics": [{"name": topic, "partition_indexes": [0]}],
+                        "groups": [{"group_id": "", "topics": [{"name": topic, "partition_indexes": [0]}]}]},
+                 label="fetch for the empty group id")
 
 
 @scenario
