@@ -212,3 +212,34 @@ def broker_dynamic_configs(ctx):
     ctx.call(32, 4, {"resources": [{"resource_type": 2, "resource_name": topic,
                                     "configuration_keys": ["max.message.bytes", "retention.ms"]}],
                      "include_synonyms": True}, label="a topic's synonyms under dynamic broker values")
+
+
+@scenario
+def admin_listing(ctx):
+    """Paging and "everything" forms of the one-node admin views."""
+    topic = ctx.name("pg")
+    create_topic(ctx, topic, partitions=3)
+    for v in ctx.versions(75):
+        first = ctx.call(75, v, {"topics": [{"name": topic}], "response_partition_limit": 2, "cursor": None},
+                         label="first page of 2")
+        cursor = first.get("next_cursor")
+        ctx.call(75, v, {"topics": [{"name": topic}], "response_partition_limit": 2, "cursor": cursor},
+                 label="next page")
+        ctx.call(75, v, {"topics": [{"name": topic}], "response_partition_limit": 2,
+                         "cursor": {"topic_name": topic, "partition_index": 7}}, label="cursor past the end")
+    for v in ctx.versions(46):
+        ctx.call(46, v, {"timeout_ms": 5000, "topics": None}, label="list all reassignments")
+    for v in ctx.versions(43, lo=1):
+        ctx.call(43, v, {"election_type": 1, "topic_partitions": [{"topic": topic, "partitions": [0, 1]}],
+                         "timeout_ms": 5000}, label="unclean election, nothing to do")
+    for v in ctx.versions(35):
+        ctx.call(35, v, {"topics": None}, label="all log dirs (scoped)", scoped=_scope_log_dirs(ctx.prefix))
+
+
+def _scope_log_dirs(prefix):
+    def keep(body):
+        out = dict(body)
+        out["results"] = [dict(r, topics=[t for t in r.get("topics") or [] if t["name"].startswith(prefix)])
+                          for r in body.get("results") or []]
+        return out
+    return keep
