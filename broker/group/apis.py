@@ -288,8 +288,7 @@ def _commit(ctx, body: dict, commit) -> dict:
     partitions reach the coordinator, which is not asked at all when none remain."""
     topics = body.get("topics") or []
     group_id = body["group_id"]
-    if not group_id:
-        return {"throttle_time_ms": 0, **every_partition(topics, ErrorCode.INVALID_GROUP_ID)}
+    # The empty group id is a group like any other here (Kafka 4.2 stores and serves its offsets).
     if not az.authorize(ctx, az.READ, az.GROUP, group_id):
         return {"throttle_time_ms": 0, **every_partition(topics, ErrorCode.GROUP_AUTHORIZATION_FAILED)}
     errors: dict[tuple[str, int], ErrorCode] = {}
@@ -429,7 +428,7 @@ def _verify_txn_offsets(ctx, body: dict) -> ErrorCode:
 
 def _fetch_group(ctx, group_id: str, topics, require_stable: bool, member_id: Optional[str] = None,
                  member_epoch: int = -1) -> dict:
-    shard, error = _check(ctx, group_id, az.DESCRIBE) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+    shard, error = _check(ctx, group_id, az.DESCRIBE)  # "" included, as Kafka 4.2
     if shard is None and ctx.api_version >= 2:
         # Kafka 4.2: from v2 a group-level error comes alone, without partitions.
         return {"group_id": group_id, "error_code": error, "topics": []}
@@ -751,7 +750,9 @@ def ensure_coordinator(broker) -> "GroupCoordinator":
     if info is None:
         info = controller.create_topic(
             OFFSETS_TOPIC, num_partitions=broker.config.get("offsets.topic.num.partitions"),
-            configs={"cleanup.policy": "compact", "segment.bytes": "104857600"}, internal=True)
+            # The topic configs Kafka 4.2 creates it with (GroupCoordinatorService.groupMetadataTopicConfigs).
+            configs={"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "producer"},
+            internal=True)
         log.info("created %s with %d partitions", OFFSETS_TOPIC, info.num_partitions)
     coordinator = _activate(broker, info)
     coordinator.load()  # a new topic is empty: loading is immediate

@@ -84,6 +84,15 @@ def _partition_response(index: int, error: int, base_offset: int = -1, log_start
             "record_errors": record_errors or [], "error_message": message}
 
 
+def _request_level(records) -> bool:
+    """Whether Kafka refuses these bytes before the partition sees them (ProduceRequest's
+    validateRecords): not exactly one batch, or not magic 2."""
+    size = len(records)
+    if size < 61 or records[16] != 2:
+        return True
+    return 12 + int.from_bytes(bytes(records[8:12]), "big", signed=True) != size
+
+
 def validation_rules(broker, topic: str) -> ValidationRules:
     """The topic's settings that decide whether a batch may be stored."""
     value = broker.controller.topic_config_value
@@ -104,8 +113,7 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
     if info is None or not 0 <= index < info.num_partitions:
         return _partition_response(index, UNKNOWN_TOPIC_OR_PARTITION)
     if info.internal:
-        return _partition_response(index, INVALID_TOPIC_EXCEPTION,
-                                   message=f"Cannot append to internal topic {topic}")
+        return _partition_response(index, INVALID_TOPIC_EXCEPTION)  # no message, as Kafka 4.2
     if records is None:
         return _partition_response(index, INVALID_RECORD, message="Produce request without records")
     try:
@@ -113,10 +121,20 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
                                 now_ms=broker.now_ms())
     except BatchRejected as exc:
         log.info("produce to %s-%d refused (%s): %s", topic, index, exc.code.name, exc.message)
-        # Kafka 4.2 answers these errors without a message (no "custom error message"); record
-        # validation errors (INVALID_RECORD, INVALID_TIMESTAMP) carry theirs.
-        message = None if exc.code in _NO_MESSAGE else exc.message
-        return _partition_response(index, exc.code, message=message, record_errors=[
+        # As Kafka 4.2 answers (ReplicaManager): the request-level checks (one v2 batch) and
+        # CORRUPT_MESSAGE / MESSAGE_TOO_LARGE / RECORD_LIST_TOO_LARGE carry neither a message nor
+        # the log start offset; a refusal by the log's validator carries the log start offset, and
+        # a message only when it names records (record_errors).
+        if exc.code in _NO_MESSAGE or _request_level(records):
+            return _partition_response(index, exc.code, record_errors=[
+                {"batch_index": e.batch_index, "batch_index_error_message": e.message}
+                for e in exc.record_errors])
+        try:
+            log_start = controller.log(topic, index).log_start_offset
+        except KafkaError:
+            log_start = -1
+        return _partition_response(index, exc.code, log_start_offset=log_start,
+                                   message=exc.message if exc.record_errors else None, record_errors=[
             {"batch_index": e.batch_index, "batch_index_error_message": e.message}
             for e in exc.record_errors])
     try:

@@ -134,7 +134,10 @@ class TxnService:
         if info is None:
             info = controller.create_topic(
                 TRANSACTION_STATE_TOPIC, num_partitions=self.broker.config.get("transaction.state.log.num.partitions"),
-                configs={"cleanup.policy": "compact", "segment.bytes": "104857600"}, internal=True)
+                # The topic configs Kafka 4.2 creates it with (TransactionLog's topic configs).
+                configs={"cleanup.policy": "compact", "segment.bytes": "104857600",
+                         "compression.type": "uncompressed", "unclean.leader.election.enable": "false",
+                         "min.insync.replicas": "1"}, internal=True)
             log.info("created %s with %d partitions", TRANSACTION_STATE_TOPIC, info.num_partitions)
         coordinator = self._activate(info)
         coordinator.load()  # new: empty, loading is immediate

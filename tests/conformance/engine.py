@@ -216,7 +216,7 @@ class Rule:
     api: str | None = None
     versions: tuple[int, int] | None = None
     scenario: str | None = None
-    label: str | None = None
+    label: str | list | None = None  # a glob, or a list of globs
     kafka: Any = None
     minikafka: Any = None
     has_kafka: bool = False
@@ -230,7 +230,8 @@ class Rule:
             return False
         if self.scenario is not None and not fnmatch.fnmatchcase(ex.scenario, self.scenario):
             return False
-        if self.label is not None and not fnmatch.fnmatchcase(ex.label, self.label):
+        if self.label is not None and not any(fnmatch.fnmatchcase(ex.label, lab) for lab in
+                                              (self.label if isinstance(self.label, list) else [self.label])):
             return False
         if not fnmatch.fnmatchcase(path, self.path):
             return False
@@ -425,6 +426,10 @@ def write_report(result: Result, out_path: Path, *, kafka_version: str | None = 
             cell = lambda x: _short(x).replace("|", "\\|")  # noqa: E731
             lines.append(f"| {api_name(v.api_key)} | {v.version} | {v.scenario} | {v.label} | {v.verdict} | "
                          f"`{path}` | {cell(kv)} | {cell(mv)} | {rule.id if rule else '**none**'} |")
+    lines += ["", "## Allowed differences by rule", "", "| rule | section | differences | reason |", "|---|---|---:|---|"]
+    for r in sorted(result.rules, key=lambda r: (r.section, r.id)):
+        if r.used:
+            lines.append(f"| `{r.id}` | {r.section} | {r.used} | {r.reason.replace('|', '/')} |")
     unused = [r for r in result.rules if not r.used]
     if unused:
         lines += ["", "## Allowed-difference rules that matched nothing in this run", ""]

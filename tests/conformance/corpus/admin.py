@@ -167,3 +167,79 @@ def produce_quota(ctx):
     ctx.call(0, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
         {"name": topic, "partition_data": [{"index": 0, "records": batch(b"y")}]}]},
         label="another client, no quota", client_id=ctx.name("fast"), conn="fast", scoped=_throttled)
+
+
+@scenario(profile="acl")
+def broker_dynamic_configs(ctx):
+    """Dynamic broker configs (runs on the second pair, whose topics no other scenario describes):
+    per-broker and cluster-default values, their sources and synonyms, and refusals."""
+    keys = ["log.retention.ms", "message.max.bytes", "log.cleaner.threads", "num.io.threads"]
+
+    def describe(label):
+        for name in ("1", ""):
+            ctx.call(32, 4, {"resources": [{"resource_type": 4, "resource_name": name, "configuration_keys": keys}],
+                             "include_synonyms": True, "include_documentation": False}, label=f"{label}, broker {name!r}")
+
+    describe("before")
+    for v in ctx.versions(44):
+        ctx.call(44, v, {"resources": [
+            {"resource_type": 4, "resource_name": "", "configs": [
+                {"name": "message.max.bytes", "config_operation": 0, "value": "2000000"}]},
+            {"resource_type": 4, "resource_name": "1", "configs": [
+                {"name": "log.retention.ms", "config_operation": 0, "value": "3600000"}]}], "validate_only": True},
+            label="validate cluster default and per-broker values")
+        ctx.call(44, v, {"resources": [
+            {"resource_type": 4, "resource_name": "1", "configs": [
+                {"name": "no.such.config", "config_operation": 0, "value": "1"}]},
+            {"resource_type": 4, "resource_name": "7", "configs": [
+                {"name": "message.max.bytes", "config_operation": 0, "value": "1"}]},
+            {"resource_type": 4, "resource_name": "1", "configs": [
+                {"name": "broker.id", "config_operation": 0, "value": "3"}]}], "validate_only": True},
+            label="unknown key, other broker, read-only key")
+    ctx.call(44, 1, {"resources": [{"resource_type": 4, "resource_name": "", "configs": [
+        {"name": "message.max.bytes", "config_operation": 0, "value": "2000000"}]}], "validate_only": False},
+        label="set a cluster default")
+    ctx.setup(32, 4, {"resources": [{"resource_type": 4, "resource_name": "", "configuration_keys": ["message.max.bytes"]}]},
+              retries=80, expect=lambda o: ok(o) and any(c["value"] == "2000000" for c in o["results"][0]["configs"]))
+    ctx.call(44, 1, {"resources": [{"resource_type": 4, "resource_name": "1", "configs": [
+        {"name": "log.retention.ms", "config_operation": 0, "value": "3600000"}]}], "validate_only": False},
+        label="set a per-broker value")
+    ctx.setup(32, 4, {"resources": [{"resource_type": 4, "resource_name": "1", "configuration_keys": ["log.retention.ms"]}]},
+              retries=80, expect=lambda o: ok(o) and any(c["value"] == "3600000" for c in o["results"][0]["configs"]))
+    describe("after")
+    topic = ctx.name("t")
+    create_topic(ctx, topic)
+    ctx.call(32, 4, {"resources": [{"resource_type": 2, "resource_name": topic,
+                                    "configuration_keys": ["max.message.bytes", "retention.ms"]}],
+                     "include_synonyms": True}, label="a topic's synonyms under dynamic broker values")
+
+
+@scenario
+def admin_listing(ctx):
+    """Paging and "everything" forms of the one-node admin views."""
+    topic = ctx.name("pg")
+    create_topic(ctx, topic, partitions=3)
+    for v in ctx.versions(75):
+        first = ctx.call(75, v, {"topics": [{"name": topic}], "response_partition_limit": 2, "cursor": None},
+                         label="first page of 2")
+        cursor = first.get("next_cursor")
+        ctx.call(75, v, {"topics": [{"name": topic}], "response_partition_limit": 2, "cursor": cursor},
+                 label="next page")
+        ctx.call(75, v, {"topics": [{"name": topic}], "response_partition_limit": 2,
+                         "cursor": {"topic_name": topic, "partition_index": 7}}, label="cursor past the end")
+    for v in ctx.versions(46):
+        ctx.call(46, v, {"timeout_ms": 5000, "topics": None}, label="list all reassignments")
+    for v in ctx.versions(43, lo=1):
+        ctx.call(43, v, {"election_type": 1, "topic_partitions": [{"topic": topic, "partitions": [0, 1]}],
+                         "timeout_ms": 5000}, label="unclean election, nothing to do")
+    for v in ctx.versions(35):
+        ctx.call(35, v, {"topics": None}, label="all log dirs (scoped)", scoped=_scope_log_dirs(ctx.prefix))
+
+
+def _scope_log_dirs(prefix):
+    def keep(body):
+        out = dict(body)
+        out["results"] = [dict(r, topics=[t for t in r.get("topics") or [] if t["name"].startswith(prefix)])
+                          for r in body.get("results") or []]
+        return out
+    return keep

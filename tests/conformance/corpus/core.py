@@ -480,3 +480,48 @@ def _codes_only(body):
             return [strip(x) for x in v]
         return v
     return strip(body)
+
+
+@scenario
+def internal_topics(ctx):
+    """The internal topics as clients see them: Metadata, their configs, writes and re-creation
+    refused."""
+    from .common import find_coordinator
+
+    find_coordinator(ctx, ctx.name("g"))
+    find_coordinator(ctx, ctx.name("tx"), key_type=1)
+    for name in ("__consumer_offsets", "__transaction_state"):
+        for v in (1, 9, 12, 13):
+            if v in ctx.versions(3):
+                ctx.call(3, v, {"topics": [{"name": name, "topic_id": None}], "allow_auto_topic_creation": False,
+                                "include_topic_authorized_operations": v >= 8}, label=f"metadata of {name}")
+        ctx.call(32, 4, {"resources": [{"resource_type": 2, "resource_name": name, "configuration_keys": None}],
+                         "include_synonyms": True}, label=f"configs of {name}", scoped=sort_by("name"))
+        ctx.call(0, 9, _produce_body(name, 0, batch(b"x")), label=f"produce to {name}")
+        ctx.call(19, 7, {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1}],
+                         "timeout_ms": 5000, "validate_only": True}, label=f"create {name}")
+        ctx.call(44, 1, {"resources": [{"resource_type": 2, "resource_name": name, "configs": [
+            {"name": "retention.ms", "config_operation": 0, "value": "1000"}]}], "validate_only": True},
+            label=f"alter configs of {name}")
+        ctx.call(37, 3, {"topics": [{"name": name, "count": 10, "assignments": None}], "timeout_ms": 5000,
+                         "validate_only": True}, label=f"add partitions to {name}")
+
+
+@scenario
+def fetch_limits(ctx):
+    """Response-level max_bytes across partitions (KIP-74: the first batch always comes), a long
+    poll that ends empty at its max_wait, and read_uncommitted up to the high watermark."""
+    topic = ctx.name("lim")
+    topic_id = create_topic(ctx, topic, partitions=2)
+    produce(ctx, topic, 0, batch(b"a" * 300, b"b" * 300))
+    produce(ctx, topic, 1, batch(b"c" * 300))
+    for v in ctx.versions(1, lo=4):
+        body = _fetch_body(topic, topic_id, 0, 0)
+        body["max_bytes"] = 10
+        body["topics"][0]["partitions"].append(dict(body["topics"][0]["partitions"][0], partition=1))
+        ctx.call(1, v, body, label="max_bytes 10 over two partitions")
+    for v in (4, 11, 12, 16):
+        if v in ctx.versions(1):
+            body = _fetch_body(topic, topic_id, 1, 1)
+            body.update(min_bytes=1, max_wait_ms=200)
+            ctx.call(1, v, body, label="long poll at the end, nothing arrives")

@@ -102,6 +102,23 @@ def classic_group_unknown(ctx):
         ctx.call(15, v, {"groups": [group, ""]}, label="describe unknown and empty")
     for v in ctx.versions(42):
         ctx.call(42, v, {"groups_names": [group, ""]}, label="delete unknown and empty")
+    topic = ctx.name("t")
+    create_topic(ctx, topic)
+    for v in ctx.versions(8):
+        ctx.call(8, v, {"group_id": ctx.name(f"nog{v}"), "generation_id_or_member_epoch": 3, "member_id": "m",
+                        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                                   "committed_leader_epoch": -1,
+                                                                   "committed_metadata": ""}]}]},
+                 label="commit with a generation to a group that does not exist")
+        ctx.call(8, v, {"group_id": "", "generation_id_or_member_epoch": -1, "member_id": "",
+                        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                                   "committed_leader_epoch": -1,
+                                                                   "committed_metadata": ""}]}]},
+                 label="commit to the empty group id")
+    for v in ctx.versions(9):
+        ctx.call(9, v, {"group_id": "", "topics": [{"name": topic, "partition_indexes": [0]}],
+                        "groups": [{"group_id": "", "topics": [{"name": topic, "partition_indexes": [0]}]}]},
+                 label="fetch for the empty group id")
 
 
 @scenario
@@ -374,3 +391,17 @@ def group_admin(ctx):
                  label="offset delete, subscribed and other topic")
     for v in ctx.versions(69):
         ctx.call(69, v, {"group_ids": [classic]}, label="consumer describe of a classic group")
+
+
+@scenario
+def classic_protocol_mismatch(ctx):
+    """Joining a live group with another protocol type or no common protocol; a group instance
+    id on v4 (before static membership)."""
+    group = ctx.name("pm")
+    find_coordinator(ctx, group)
+    first = join(ctx, group, 9, record=False)
+    join(ctx, group, 9, member_id=first["member_id"], record=False)
+    for v in ctx.versions(11):
+        join(ctx, group, v, protocol_type="connect", label="other protocol type", conn=f"pt{v}")
+        join(ctx, group, v, protocols=[{"name": "roundrobin", "metadata": b""}], label="no common protocol",
+             conn=f"np{v}")

@@ -31,6 +31,11 @@ def init_producer_id(ctx):
                  label="with stale epoch")
             init(ctx, tid, v, pid=424242, epoch=0, label="with wrong producer id")
         init(ctx, "", v, label="empty transactional id")
+        if v >= 3:
+            idem = init(ctx, None, v, label="idempotent again")
+            init(ctx, None, v, pid=idem.get("producer_id", -1), epoch=idem.get("producer_epoch", -1),
+                 label="idempotent epoch bump (KIP-360)")
+            init(ctx, None, v, pid=idem.get("producer_id", -1), epoch=-1, label="idempotent, id without epoch")
 
 
 @scenario
