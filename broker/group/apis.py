@@ -341,15 +341,17 @@ async def offset_commit(ctx, body: dict) -> dict:
 
 
 def _by_topic_ids(ctx, body: dict, commit_by_name) -> dict:
-    """OffsetCommit v10 (KIP-848): the group's checks come first (every partition gets their
+    """OffsetCommit v10 (KIP-848): group authorization comes first (every partition gets its
     error); then an unknown topic id, the zero id included, answers UNKNOWN_TOPIC_ID per
     partition.  The known topics are committed by name and answered by id, first, the unknown
     ones after them; topics of the same id share one entry (Kafka 4.2 builds the answer by id)."""
     topics = body.get("topics") or []
-    if not body["group_id"] or not az.authorize(ctx, az.READ, az.GROUP, body["group_id"]):
-        error = ErrorCode.GROUP_AUTHORIZATION_FAILED if body["group_id"] else ErrorCode.INVALID_GROUP_ID
+    if not az.authorize(ctx, az.READ, az.GROUP, body["group_id"]):
+        # Kafka 4.2: group authorization first, then the topic ids (the empty group id is a group
+        # like any other, see _commit).
         answers = [{"topic_id": t.get("topic_id"), "partitions": [
-            {"partition_index": p["partition_index"], "error_code": error} for p in t["partitions"]]} for t in topics]
+            {"partition_index": p["partition_index"], "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
+            for p in t["partitions"]]} for t in topics]
         return {"throttle_time_ms": 0, "topics": _merge_by_id(answers)}
     named, unknown = [], []
     for t in topics:

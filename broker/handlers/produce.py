@@ -258,6 +258,23 @@ UNKNOWN_TOPIC_ID = 100
 FIRST_TOPIC_ID_VERSION = 13
 
 
+def _transactional_id_refused(ctx, body: dict) -> dict | None:
+    """v13: transactional batches without a (permitted) transactional id are refused for every
+    partition before any topic id is resolved (Kafka 4.2 checks the transactional id first)."""
+    from minikafka.broker.security import authorizer as az
+
+    topics = body.get("topic_data") or []
+    if not _has_transactional_records(topics):
+        return None
+    txn = body.get("transactional_id")
+    if txn is not None and (not az.enabled(ctx.broker) or az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, txn)):
+        return None
+    code = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    return {"throttle_time_ms": 0, "responses": [
+        {"topic_id": t.get("topic_id"), "partition_responses": [
+            _partition_response(p["index"], code) for p in t.get("partition_data") or []]} for t in topics]}
+
+
 def _names_from_ids(broker, body: dict) -> tuple[dict, list]:
     """v13: give every known topic its name; the unknown ids' answers come back separately."""
     controller = broker.controller
@@ -289,6 +306,9 @@ def register(registry, broker) -> None:
     async def handle_produce(ctx, body: dict) -> dict | None:
         unknown_ids = []
         if ctx.api_version >= FIRST_TOPIC_ID_VERSION:
+            refused = _transactional_id_refused(ctx, body)
+            if refused is not None:
+                return refused
             body, unknown_ids = _names_from_ids(ctx.broker, body)
         denied = authorize_produce(ctx, body)  # removes denied topics from body (issue 12)
         response = handle_produce_sync(ctx.broker, ctx.api_version, body)

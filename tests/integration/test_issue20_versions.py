@@ -171,3 +171,25 @@ def test_offset_commit_and_fetch_10_by_topic_id(raw):
     # Known topics first, then the unknown ids (Kafka 4.2's order).
     assert [(t["topic_id"], t["partitions"][0]["error_code"], t["partitions"][0]["committed_offset"])
             for t in mixed["topics"]] == [(tid, 0, 3), (UNKNOWN_ID, 100, -1)]
+
+
+def test_check_order_of_the_topic_id_versions(raw):
+    """Kafka 4.2's order: the transactional id before topic ids (Produce 13); an unknown topic id
+    of OffsetCommit 10 answers UNKNOWN_TOPIC_ID whatever the group (the empty one here)."""
+    tid = _topic(raw, "order")
+    txn_batch = bytes(build_batch([(b"k", b"v", [], TS)], producer_id=1, producer_epoch=0, base_sequence=0,
+                                  transactional=True))
+    resp = raw.request(0, 13, {"transactional_id": None, "acks": -1, "timeout_ms": 10000, "topic_data": [
+        {"name": "", "topic_id": UNKNOWN_ID, "partition_data": [{"index": 0, "records": txn_batch}]},
+        {"name": "", "topic_id": tid, "partition_data": [{"index": 0, "records": txn_batch}]}]})
+    assert sorted((t["topic_id"] == tid, t["partition_responses"][0]["error_code"]) for t in resp["responses"]) \
+        == [(False, 53), (True, 53)]  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED, even for the unknown id
+
+    def commit(topic_id):
+        return raw.request(8, 10, {
+            "group_id": "", "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+            "topics": [{"name": "", "topic_id": topic_id, "partitions": [
+                {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                 "committed_metadata": ""}]}]})["topics"][0]["partitions"][0]["error_code"]
+
+    assert commit(UNKNOWN_ID) == 100
