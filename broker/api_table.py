@@ -5,7 +5,7 @@
 lists exactly the (api, versions) ApiVersions advertises.  The table is built from a broker's
 registry as ``Broker.build_registry`` fills it from HANDLER_MODULES, with the default settings
 and once more with client telemetry on (its two APIs are advertised only then).  The last
-column is what a single-node Apache Kafka 4.0 advertises (kafka-python's table), for reference.
+column is what a single-node Apache Kafka 4.2 advertises (kafka-python's table), for reference.
 """
 
 from __future__ import annotations
@@ -42,12 +42,12 @@ def render() -> str:
     try:
         from kafka.protocol.broker_version_data import BROKER_API_VERSIONS
 
-        kafka4 = BROKER_API_VERSIONS.get((4, 0), {})
+        kafka4 = BROKER_API_VERSIONS.get((4, 2), {})
     except ImportError:  # pragma: no cover - kafka-python is a dependency
         kafka4 = {}
     served = _ranges({})
     served.update({k: v for k, v in _ranges({"client.telemetry.enable": "true"}).items() if k in TELEMETRY_ONLY})
-    lines = ["| Key | API | Versions served | Apache Kafka 4.0 |", "|---:|---|---|---|"]
+    lines = ["| Key | API | Versions served | Apache Kafka 4.2 |", "|---:|---|---|---|"]
     for key in sorted(served):
         lo, hi = served[key]
         note = " (only with `client.telemetry.enable=true`)" if key in TELEMETRY_ONLY else ""

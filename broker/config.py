@@ -121,7 +121,7 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
     _s("log.preallocate", "boolean", False, "Topic: preallocate."),
     _s("log.message.timestamp.type", "string", "CreateTime", "CreateTime or LogAppendTime (topic: message.timestamp.type)."),
     _s("log.message.timestamp.before.max.ms", "long", LONG_MAX, "Topic: message.timestamp.before.max.ms."),
-    _s("log.message.timestamp.after.max.ms", "long", LONG_MAX, "Topic: message.timestamp.after.max.ms."),
+    _s("log.message.timestamp.after.max.ms", "long", 3600000, "Topic: message.timestamp.after.max.ms (Kafka 4.x: one hour)."),
     _s("log.message.downconversion.enable", "boolean", True, "Topic: message.downconversion.enable."),
     _s("compression.type", "string", "producer", "Topic: compression.type; only 'producer' (store as sent) is honoured."),
     _s("min.insync.replicas", "int", 1, "Topic: min.insync.replicas (single node: always satisfied)."),

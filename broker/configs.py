@@ -281,8 +281,8 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
     _k("max.message.bytes", T.INT, 1048588, "Largest record batch the topic accepts.", at_least(0)),
     _k("message.downconversion.enable", T.BOOLEAN, True, "Kafka 3.x: whether old consumers get "
        "down-converted batches (no effect here; 4.0 removed it)."),
-    _k("message.timestamp.after.max.ms", T.LONG, LONG_MAX, "How far in the future a CreateTime timestamp may "
-       "be.", at_least(0)),
+    _k("message.timestamp.after.max.ms", T.LONG, 3600000, "How far in the future a CreateTime timestamp may "
+       "be (Kafka 4.x: one hour).", at_least(0)),
     _k("message.timestamp.before.max.ms", T.LONG, LONG_MAX, "How far in the past a CreateTime timestamp may "
        "be.", at_least(0)),
     _k("message.timestamp.type", T.STRING, "CreateTime", "CreateTime keeps the producer's timestamps; "
@@ -417,7 +417,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
        one_of(*TIMESTAMP_TYPES), True),
     _k("log.message.timestamp.before.max.ms", T.LONG, LONG_MAX, "Topic: message.timestamp.before.max.ms.",
        at_least(0), True),
-    _k("log.message.timestamp.after.max.ms", T.LONG, LONG_MAX, "Topic: message.timestamp.after.max.ms.",
+    _k("log.message.timestamp.after.max.ms", T.LONG, 3600000, "Topic: message.timestamp.after.max.ms.",
        at_least(0), True),
     _k("log.message.downconversion.enable", T.BOOLEAN, True, "Topic: message.downconversion.enable.", None,
        True),

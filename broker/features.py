@@ -2,9 +2,10 @@
 
 ApiVersions v3+ carries ``supported_features`` (what this broker can run) and
 ``finalized_features`` (what the cluster runs, with an epoch); Java's ``Admin.describeFeatures``
-reads them, and Java 4.x producers read ``transaction.version`` from them: at 2 they would use
-"transactions V2" (Produce 12, EndTxn 5), which this broker does not serve, so the supported
-range stops at 1.  ``group.version`` 1 means the KIP-848 consumer protocol; it is supported
+reads them, and Java 4.x producers read ``transaction.version`` from them: at 2 (the default, as
+Kafka 4.2 finalizes it) they use "transactions V2" (KIP-890 part 2: Produce 12 adds partitions,
+TxnOffsetCommit 5, EndTxn 5 bumps the epoch), served by broker/txn; UpdateFeatures may lower it to
+1 (Produce 12 is then v11) or 0.  ``group.version`` 1 means the KIP-848 consumer protocol; it is supported
 only when ConsumerGroupHeartbeat (68) is registered.  ``metadata.version`` is 4.0-IV3 (25), the
 level of the APIs served; it cannot be downgraded (Kafka refuses unsafe metadata downgrades).
 ``kraft.version`` stays 0: the quorum is this node, a static voter.
@@ -28,7 +29,7 @@ INVALID_REQUEST = 42
 _FEATURES = {
     METADATA_VERSION: (7, 25, 25),
     KRAFT_VERSION: (0, 0, 0),
-    TRANSACTION_VERSION: (0, 1, 1),
+    TRANSACTION_VERSION: (0, 2, 2),  # 2: transactions V2 (KIP-890 part 2), Kafka 4.2's default
 }
 
 

@@ -28,13 +28,13 @@ __all__ = ["SERVE", "ApiRegistry", "api_versions_error_response", "API_VERSIONS"
 API_VERSIONS = 18
 
 SERVE: dict[int, tuple[int, int]] = {
-    0: (0, 11),  # Produce (advertise 0-11, answer 0-2 with UNSUPPORTED_VERSION)
-    1: (4, 17),  # Fetch (13+ by topic id)
-    2: (1, 10),  # ListOffsets
+    0: (0, 13),  # Produce (advertise 0-13, answer 0-2 with UNSUPPORTED_VERSION)
+    1: (4, 18),  # Fetch (13+ by topic id)
+    2: (1, 11),  # ListOffsets
     3: (0, 13),  # Metadata
-    8: (2, 9),  # OffsetCommit
-    9: (1, 9),  # OffsetFetch
-    10: (0, 4),  # FindCoordinator
+    8: (2, 10),  # OffsetCommit (10 by topic id)
+    9: (1, 10),  # OffsetFetch (10 by topic id)
+    10: (0, 6),  # FindCoordinator
     11: (0, 9),  # JoinGroup
     12: (0, 4),  # Heartbeat
     13: (0, 5),  # LeaveGroup
@@ -48,11 +48,11 @@ SERVE: dict[int, tuple[int, int]] = {
     21: (0, 2),  # DeleteRecords
     22: (0, 5),  # InitProducerId
     23: (2, 4),  # OffsetForLeaderEpoch
-    24: (0, 3),  # AddPartitionsToTxn
+    24: (0, 5),  # AddPartitionsToTxn
     25: (0, 4),  # AddOffsetsToTxn
-    26: (0, 4),  # EndTxn
+    26: (0, 5),  # EndTxn
     27: (1, 2),  # WriteTxnMarkers (issue 20: for tools and tests, as Kafka 4.2 serves it)
-    28: (0, 4),  # TxnOffsetCommit
+    28: (0, 5),  # TxnOffsetCommit
     29: (1, 3),  # DescribeAcls
     30: (1, 3),  # CreateAcls
     31: (1, 3),  # DeleteAcls
@@ -82,7 +82,7 @@ SERVE: dict[int, tuple[int, int]] = {
     61: (0, 0),  # DescribeProducers (later)
     64: (0, 0),  # UnregisterBroker (issue 20)
     65: (0, 0),  # DescribeTransactions (later)
-    66: (0, 1),  # ListTransactions (later)
+    66: (0, 2),  # ListTransactions
     68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848; advertised unless group.coordinator.rebalance.protocols lacks consumer)
     69: (0, 1),  # ConsumerGroupDescribe (KIP-848)
     71: (0, 0),  # GetTelemetrySubscriptions (advertised only with client telemetry on)

@@ -89,8 +89,9 @@ class LogConfig:
             raise ValueError("segment.index.bytes must be at least 8")
         if self.index_interval_bytes < 0:
             raise ValueError("index.interval.bytes must be >= 0")
-        if self.retention_ms < -1 or self.retention_bytes < -1:
-            raise ValueError("retention.ms and retention.bytes must be >= -1")
+        # retention.bytes has no lower bound in Kafka 4.2 (any negative value means no limit).
+        if self.retention_ms < -1:
+            raise ValueError("retention.ms must be >= -1")
         # Empty is allowed (Kafka 4.2): neither delete nor compact, so segments go only when they
         # fall below the log start offset (DeleteRecords), as with infinite retention.
         parts = [p.strip() for p in self.cleanup_policy.split(",") if p.strip()]

@@ -2,7 +2,10 @@
 
 Served versions (PROTOCOL.md "Serve" column) and per-version notes:
 
-* FindCoordinator 0-4: v4+ batches ``coordinator_keys``.  key_type 0 (group) answers this broker,
+* FindCoordinator 0-6: v4+ batches ``coordinator_keys``; v5 adds nothing a broker answers
+  differently (TRANSACTION_ABORTABLE for clients); v6 key_type 2 (KIP-932 share coordinator,
+  "group:topicId:partition", INVALID_REQUEST below v6 or malformed; well formed:
+  COORDINATOR_NOT_AVAILABLE, as there is no share coordinator).  key_type 0 (group) answers this broker,
   creating ``__consumer_offsets`` on first use; key_type 1 (transaction) answers this broker when a
   transaction coordinator is installed (``broker.txn_coordinator``), creating
   ``__transaction_state`` on first use, else COORDINATOR_NOT_AVAILABLE (also when the topic cannot
@@ -12,13 +15,15 @@ Served versions (PROTOCOL.md "Serve" column) and per-version notes:
   v9 skip_assignment for a static leader rejoining a Stable group.
 * SyncGroup 0-5: v3+ group.instance.id; v5 protocol type/name checked and returned.
 * Heartbeat 0-4, LeaveGroup 0-5 (v3+ batched members; v0-2 report the member's error at the top).
-* OffsetCommit 2-9 (v2-4 retention_time_ms; v6+ leader epoch; v7+ group.instance.id; v9 answers
-  GROUP_ID_NOT_FOUND for an unknown group with a generation), OffsetFetch 1-9 (v2+ all topics with
-  null topics; v7 require_stable; v8+ several groups).  Partitions of topics that do not exist get
+* OffsetCommit 2-10 (v2-4 retention_time_ms; v6+ leader epoch; v7+ group.instance.id; v9 answers
+  GROUP_ID_NOT_FOUND for an unknown group with a generation), OffsetFetch 1-10 (v2+ all topics with
+  null topics; v7 require_stable; v8+ several groups).  v10 of both names topics by id (KIP-848):
+  an unknown id, the zero id included, answers UNKNOWN_TOPIC_ID for its partitions.  Partitions of topics that do not exist get
   UNKNOWN_TOPIC_OR_PARTITION on commit, as Kafka's request handler does.
 * DescribeGroups 0-6 (v6: GROUP_ID_NOT_FOUND for a missing group), ListGroups 0-5 (v4 states filter, v5 types filter), DeleteGroups 0-2,
   OffsetDelete 0.
-* TxnOffsetCommit 0-4: registered only when a transaction coordinator is installed
+* TxnOffsetCommit 0-5 (v5, transactions V2: adds the group's offsets partition to the
+  transaction itself instead of needing AddOffsetsToTxn): registered only when a transaction coordinator is installed
   (``broker.txn_coordinator`` set by a handler module registered before this one), because the offsets
   stay pending until that coordinator ends the transaction through
   ``broker.group_coordinator.complete_transaction(producer_id, producer_epoch, commit)``.  While
@@ -42,6 +47,7 @@ from minikafka.broker.security.listeners import endpoint_for
 import asyncio
 import logging
 import time
+import uuid
 from typing import TYPE_CHECKING, Optional
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
@@ -97,8 +103,10 @@ async def find_coordinator(ctx, body: dict) -> dict:
     for key in keys:
         if key_type == 0 and not az.authorize(ctx, az.DESCRIBE, az.GROUP, key):
             error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            message = "Group authorization failed."
         elif key_type == 1 and not az.authorize(ctx, az.DESCRIBE, az.TRANSACTIONAL_ID, key):
             error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            message = "Transactional Id authorization failed."
         elif key_type == 0:
             try:
                 coord = ensure_coordinator(ctx.broker)
@@ -110,11 +118,29 @@ async def find_coordinator(ctx, body: dict) -> dict:
             error = ErrorCode.NONE if coord is not None and coord.active else ErrorCode.COORDINATOR_NOT_AVAILABLE
         elif key_type == 1:
             error = _ensure_txn_coordinator(ctx.broker)
+        elif key_type == SHARE_KEY and ctx.api_version >= 6 and _share_key_valid(key):
+            # KIP-932 (v6): the share coordinator of "group:topicId:partition"; brokers ask it,
+            # so it needs CLUSTER_ACTION.
+            # Kafka answers COORDINATOR_NOT_AVAILABLE until its share coordinator has loaded
+            # __share_group_state; minikafka has no share coordinator (share groups are their own
+            # issue), so that is its answer for good.
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE if az.authorize(ctx, az.CLUSTER_ACTION, az.CLUSTER) \
+                else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            message = ""
+        elif key_type == SHARE_KEY:
+            # Kafka 4.2: a share key below v6 or not of the form "group:topicId:partition".
+            error, message = ErrorCode.INVALID_REQUEST, ""
         else:
             error = ErrorCode.INVALID_REQUEST
         if error == ErrorCode.NONE:
+            # Kafka 4.2 answers success with the message "NONE" (v1-3) or "" (v4), never null.
             results.append({"key": key, "node_id": node_id, "host": host, "port": port,
-                            "error_code": 0, "error_message": None})
+                            "error_code": 0, "error_message": "NONE" if ctx.api_version < 4 else ""})
+        elif error in (ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) \
+                or key_type == SHARE_KEY:
+            # Kafka 4.2: the error's description before v4, "" in v4's batched answer.
+            results.append({"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error,
+                            "error_message": message if ctx.api_version < 4 else ""})
         else:
             results.append({"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error,
                             "error_message": error.name})
@@ -123,6 +149,24 @@ async def find_coordinator(ctx, body: dict) -> dict:
     r = results[0]
     return {"throttle_time_ms": 0, "error_code": r["error_code"], "error_message": r["error_message"],
             "node_id": r["node_id"], "host": r["host"], "port": r["port"]}
+
+
+SHARE_KEY = 2
+
+
+def _share_key_valid(key: str) -> bool:
+    """A share coordinator key as Kafka's SharePartitionKey reads it: group:topicId:partition."""
+    import base64
+
+    parts = (key or "").split(":")
+    if len(parts) != 3 or not parts[0]:
+        return False
+    try:
+        topic_id = base64.urlsafe_b64decode(parts[1] + "==")
+        int(parts[2])
+    except ValueError:
+        return False
+    return len(parts[1]) == 22 and len(topic_id) == 16
 
 
 def _ensure_txn_coordinator(broker) -> ErrorCode:
@@ -244,8 +288,7 @@ def _commit(ctx, body: dict, commit) -> dict:
     partitions reach the coordinator, which is not asked at all when none remain."""
     topics = body.get("topics") or []
     group_id = body["group_id"]
-    if not group_id:
-        return {"throttle_time_ms": 0, **every_partition(topics, ErrorCode.INVALID_GROUP_ID)}
+    # The empty group id is a group like any other here (Kafka 4.2 stores and serves its offsets).
     if not az.authorize(ctx, az.READ, az.GROUP, group_id):
         return {"throttle_time_ms": 0, **every_partition(topics, ErrorCode.GROUP_AUTHORIZATION_FAILED)}
     errors: dict[tuple[str, int], ErrorCode] = {}
@@ -274,8 +317,68 @@ def _commit(ctx, body: dict, commit) -> dict:
         for p in t["partitions"]]} for t in topics]}
 
 
+TOPIC_ID_VERSION = 10  # OffsetCommit and OffsetFetch v10 (KIP-848) name topics by id only
+
+
+def _topic_by_id(ctx, topic_id):
+    controller = ctx.broker.controller
+    if controller is None or topic_id is None or not topic_id.int:
+        return None
+    return controller.topic_by_id(topic_id)
+
+
+def _topic_id_of(ctx, name: str):
+    controller = ctx.broker.controller
+    info = controller.topic(name) if controller is not None else None
+    return info.topic_id if info is not None else uuid.UUID(int=0)
+
+
 async def offset_commit(ctx, body: dict) -> dict:
-    return _commit(ctx, body, lambda shard, known: shard.commit_offsets(known, ctx.api_version))
+    commit = lambda shard, known: shard.commit_offsets(known, ctx.api_version)  # noqa: E731
+    if ctx.api_version < TOPIC_ID_VERSION:
+        return _commit(ctx, body, commit)
+    return _by_topic_ids(ctx, body, lambda named: _commit(ctx, named, commit))
+
+
+def _by_topic_ids(ctx, body: dict, commit_by_name) -> dict:
+    """OffsetCommit v10 (KIP-848): group authorization comes first (every partition gets its
+    error); then an unknown topic id, the zero id included, answers UNKNOWN_TOPIC_ID per
+    partition.  The known topics are committed by name and answered by id, first, the unknown
+    ones after them; topics of the same id share one entry (Kafka 4.2 builds the answer by id)."""
+    topics = body.get("topics") or []
+    if not az.authorize(ctx, az.READ, az.GROUP, body["group_id"]):
+        # Kafka 4.2: group authorization first, then the topic ids (the empty group id is a group
+        # like any other, see _commit).
+        answers = [{"topic_id": t.get("topic_id"), "partitions": [
+            {"partition_index": p["partition_index"], "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
+            for p in t["partitions"]]} for t in topics]
+        return {"throttle_time_ms": 0, "topics": _merge_by_id(answers)}
+    named, unknown = [], []
+    for t in topics:
+        info = _topic_by_id(ctx, t.get("topic_id"))
+        if info is None:
+            unknown.append({"topic_id": t.get("topic_id"), "partitions": [
+                {"partition_index": p["partition_index"], "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
+                for p in t["partitions"]]})
+        else:
+            named.append(dict(t, name=info.name))
+    answers = []
+    if named:
+        response = commit_by_name(dict(body, topics=named))
+        answers = [{"topic_id": t["topic_id"], "partitions": a["partitions"]}
+                   for t, a in zip(named, response["topics"])]
+    return {"throttle_time_ms": 0, "topics": _merge_by_id(answers + unknown)}
+
+
+def _merge_by_id(topics: list) -> list:
+    merged: dict = {}
+    for t in topics:
+        key = t["topic_id"]
+        if key in merged:
+            merged[key]["partitions"].extend(t["partitions"])
+        else:
+            merged[key] = {"topic_id": key, "partitions": list(t["partitions"])}
+    return list(merged.values())
 
 
 async def txn_offset_commit(ctx, body: dict) -> dict:
@@ -283,12 +386,54 @@ async def txn_offset_commit(ctx, body: dict) -> dict:
     if not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, body["transactional_id"]):
         return {"throttle_time_ms": 0,
                 **every_partition(body.get("topics") or [], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)}
-    return _commit(ctx, body, lambda shard, known: shard.txn_commit_offsets(known, ctx.api_version))
+
+    def commit(shard, known):
+        error = _verify_txn_offsets(ctx, body)
+        if error:
+            return every_partition(known["topics"], error)
+        return shard.txn_commit_offsets(known, ctx.api_version)
+
+    return _commit(ctx, body, commit)
+
+
+def _verify_txn_offsets(ctx, body: dict) -> ErrorCode:
+    """Kafka 4.2's transaction verification of TxnOffsetCommit: the group's partition of
+    __consumer_offsets must be in the producer's open transaction (AddOffsetsToTxn) at its
+    epoch.  INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v4), INVALID_PRODUCER_EPOCH."""
+    service = getattr(ctx.broker, "txn_coordinator", None)
+    coordinator = getattr(service, "coordinator", None)
+    groups = _coordinator(ctx)
+    if coordinator is None or groups is None:
+        return ErrorCode.NONE
+    if ctx.api_version >= 5:
+        # Transactions V2 (KIP-890 part 2): the commit adds the group's partition of
+        # __consumer_offsets to the transaction itself (no AddOffsetsToTxn).
+        from ..txn.apis import _storage_guard
+
+        error = _storage_guard(coordinator.add_partitions, body["transactional_id"], body["producer_id"],
+                               body["producer_epoch"], [(OFFSETS_TOPIC, groups.partition_for(body["group_id"]))], 2)
+        if error in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if error is ErrorCode.PRODUCER_FENCED:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if error is ErrorCode.INVALID_TXN_STATE:
+            return ErrorCode.TRANSACTION_ABORTABLE
+        return error
+    error = coordinator.validate_produce(body["transactional_id"], body["producer_id"], body["producer_epoch"],
+                                         OFFSETS_TOPIC, groups.partition_for(body["group_id"]))
+    if error is ErrorCode.INVALID_TXN_STATE and ctx.api_version >= 4:
+        return ErrorCode.TRANSACTION_ABORTABLE
+    if error is ErrorCode.NOT_ENOUGH_REPLICAS:  # the transaction coordinator is loading
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return error
 
 
 def _fetch_group(ctx, group_id: str, topics, require_stable: bool, member_id: Optional[str] = None,
                  member_epoch: int = -1) -> dict:
-    shard, error = _check(ctx, group_id, az.DESCRIBE) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+    shard, error = _check(ctx, group_id, az.DESCRIBE)  # "" included, as Kafka 4.2
+    if shard is None and ctx.api_version >= 2:
+        # Kafka 4.2: from v2 a group-level error comes alone, without partitions.
+        return {"group_id": group_id, "error_code": error, "topics": []}
     if shard is None:
         return {"group_id": group_id, "error_code": error, "topics": [
             {"name": t["name"], "partitions": [
@@ -311,8 +456,36 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool, member_id: Op
          "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED} for i in t["partition_indexes"]]} for t in topics]}
 
 
+def _fetch_group_by_ids(ctx, g: dict, require_stable: bool) -> dict:
+    """OffsetFetch v10: topics by id; an unknown id answers UNKNOWN_TOPIC_ID per partition."""
+    topics = g.get("topics")
+    named, unknown = [], {}
+    for index, t in enumerate(topics or []):
+        info = _topic_by_id(ctx, t.get("topic_id"))
+        if info is None:
+            unknown[index] = {"topic_id": t.get("topic_id"), "partitions": [
+                {"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+                 "error_code": ErrorCode.UNKNOWN_TOPIC_ID} for i in t["partition_indexes"]]}
+        else:
+            named.append((index, dict(t, name=info.name)))
+    fetched = _fetch_group(ctx, g["group_id"], None if topics is None else [t for _, t in named],
+                           require_stable, g.get("member_id"), g.get("member_epoch", -1))
+    if fetched["error_code"] != ErrorCode.NONE and not fetched["topics"]:
+        return fetched
+    if topics is None:
+        return {**fetched, "topics": [{"topic_id": _topic_id_of(ctx, t["name"]), "partitions": t["partitions"]}
+                                      for t in fetched["topics"]]}
+    # Kafka 4.2: the known topics first, then the unknown ids.
+    answers = [{"topic_id": t["topic_id"], "partitions": a["partitions"]}
+               for (_, t), a in zip(named, fetched["topics"])]
+    return {**fetched, "topics": answers + [unknown[i] for i in sorted(unknown)]}
+
+
 async def offset_fetch(ctx, body: dict) -> dict:
     require_stable = bool(body.get("require_stable", False))
+    if ctx.api_version >= TOPIC_ID_VERSION:
+        return {"throttle_time_ms": 0, "groups": [_fetch_group_by_ids(ctx, g, require_stable)
+                                                  for g in body["groups"]]}
     if ctx.api_version >= 8:
         groups = [_fetch_group(ctx, g["group_id"], g.get("topics"), require_stable, g.get("member_id"),
                                g.get("member_epoch", -1)) for g in body["groups"]]
@@ -356,7 +529,9 @@ async def describe_groups(ctx, body: dict) -> dict:
                   else NOT_REQUESTED_OPERATIONS)
     out = []
     for group_id in body.get("groups") or []:
-        shard, error = _check(ctx, group_id, az.DESCRIBE) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+        # The empty id is described like any group that does not exist (Kafka 4.2: Dead, or
+        # GROUP_ID_NOT_FOUND from v6), not refused as INVALID_GROUP_ID.
+        shard, error = _check(ctx, group_id, az.DESCRIBE)
         if shard is None:
             described = {"error_code": error, "group_id": group_id, "group_state": "", "protocol_type": "",
                          "protocol_data": "", "members": []}
@@ -364,9 +539,14 @@ async def describe_groups(ctx, body: dict) -> dict:
             described = shard.describe_group(group_id)
             if ctx.api_version >= 6 and described["error_code"] == 0 and described["group_state"] == "Dead":
                 # KIP-1043: v6 names a missing group instead of describing it as Dead.
+                # Kafka 4.2 says why when the id is a KIP-848 consumer group.
+                modern = group_id in (getattr(shard, "consumer_groups", None) or {})
                 described.update(error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
-                                 error_message=f"Group {group_id} not found.")
-        if operations != NOT_REQUESTED_OPERATIONS and az.enabled(ctx.broker):
+                                 error_message=f"Group {group_id} is not a classic group." if modern
+                                 else f"Group {group_id} not found.")
+        if error == ErrorCode.GROUP_AUTHORIZATION_FAILED:
+            operations_here = NOT_REQUESTED_OPERATIONS  # Kafka 4.2 leaves the default
+        elif operations != NOT_REQUESTED_OPERATIONS and az.enabled(ctx.broker):
             operations_here = az.authorized_operations(ctx, az.GROUP, group_id)
         else:
             operations_here = operations
@@ -400,7 +580,8 @@ async def list_groups(ctx, body: dict) -> dict:
 async def delete_groups(ctx, body: dict) -> dict:
     results = []
     for group_id in body.get("groups_names") or []:
-        shard, error = _check(ctx, group_id, az.DELETE) if group_id else (None, ErrorCode.INVALID_GROUP_ID)
+        # The empty id is a group that does not exist (Kafka 4.2: GROUP_ID_NOT_FOUND).
+        shard, error = _check(ctx, group_id, az.DELETE)
         if shard is not None:
             error = shard.delete_group(group_id)
         results.append({"group_id": group_id, "error_code": error})
@@ -410,8 +591,9 @@ async def delete_groups(ctx, body: dict) -> dict:
 # == KIP-848: ConsumerGroupHeartbeat / ConsumerGroupDescribe =====================================
 
 def _heartbeat_error(code: ErrorCode) -> dict:
+    # Kafka 4.2 leaves member_epoch at its default 0 in error answers.
     return {"throttle_time_ms": 0, "error_code": code, "error_message": None, "member_id": None,
-            "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
+            "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
 
 
 async def consumer_group_heartbeat(ctx, body: dict) -> dict:
@@ -494,13 +676,13 @@ class PartitionLogAdapter:
 
 def register(registry, broker) -> None:
     for api_key, lo, hi, handler in (
-        (FIND_COORDINATOR, 0, 4, find_coordinator),
+        (FIND_COORDINATOR, 0, 6, find_coordinator),
         (JOIN_GROUP, 0, 9, join_group),
         (HEARTBEAT, 0, 4, heartbeat),
         (LEAVE_GROUP, 0, 5, leave_group),
         (SYNC_GROUP, 0, 5, sync_group),
-        (OFFSET_COMMIT, 2, 9, offset_commit),
-        (OFFSET_FETCH, 1, 9, offset_fetch),
+        (OFFSET_COMMIT, 2, 10, offset_commit),
+        (OFFSET_FETCH, 1, 10, offset_fetch),
         (DESCRIBE_GROUPS, 0, 6, describe_groups),
         (LIST_GROUPS, 0, 5, list_groups),
         (DELETE_GROUPS, 0, 2, delete_groups),
@@ -509,7 +691,7 @@ def register(registry, broker) -> None:
         registry.register(api_key, lo, hi, handler)
     if getattr(broker, "txn_coordinator", None) is not None:
         # Only useful with someone to end the transactions (see the module docstring).
-        registry.register(TXN_OFFSET_COMMIT, 0, 4, txn_offset_commit)
+        registry.register(TXN_OFFSET_COMMIT, 0, 5, txn_offset_commit)
     if consumer_protocol_enabled(getattr(broker, "config", None)):
         registry.register(CONSUMER_GROUP_HEARTBEAT, 0, 1, consumer_group_heartbeat)
         registry.register(CONSUMER_GROUP_DESCRIBE, 0, 1, consumer_group_describe)
@@ -570,7 +752,9 @@ def ensure_coordinator(broker) -> "GroupCoordinator":
     if info is None:
         info = controller.create_topic(
             OFFSETS_TOPIC, num_partitions=broker.config.get("offsets.topic.num.partitions"),
-            configs={"cleanup.policy": "compact", "segment.bytes": "104857600"}, internal=True)
+            # The topic configs Kafka 4.2 creates it with (GroupCoordinatorService.groupMetadataTopicConfigs).
+            configs={"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "producer"},
+            internal=True)
         log.info("created %s with %d partitions", OFFSETS_TOPIC, info.num_partitions)
     coordinator = _activate(broker, info)
     coordinator.load()  # a new topic is empty: loading is immediate

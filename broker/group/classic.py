@@ -346,4 +346,33 @@ def parse_subscription_topics(metadata: bytes) -> list[str]:
             raise ValueError("bad topic name")
         topics.append(bytes(buf[pos:pos + length]).decode("utf-8"))
         pos += length
+    # The rest of the version's fields must be there too: Kafka's parser fails on a truncated
+    # subscription, and the group then counts as subscribed to every topic.
+    (version,) = struct.unpack_from(">h", buf, 0)
+    pos = _skip_bytes(buf, pos)  # user_data (nullable)
+    if version >= 1:  # owned_partitions: [topic string, partitions [int32]]
+        (owned,) = struct.unpack_from(">i", buf, pos)
+        pos += 4
+        if owned < 0 or owned > len(buf):
+            raise ValueError("bad owned partitions")
+        for _ in range(owned):
+            (length,) = struct.unpack_from(">h", buf, pos)
+            pos += 2 + max(length, 0)
+            (n,) = struct.unpack_from(">i", buf, pos)
+            pos += 4 + 4 * max(n, 0)
+    if version >= 2:  # generation_id
+        pos += 4
+    if version >= 3:  # rack_id (nullable string)
+        (length,) = struct.unpack_from(">h", buf, pos)
+        pos += 2 + max(length, 0)
+    if pos > len(buf):
+        raise ValueError("truncated subscription")
     return topics
+
+
+def _skip_bytes(buf, pos: int) -> int:
+    (length,) = struct.unpack_from(">i", buf, pos)
+    pos += 4 + max(length, 0)
+    if pos > len(buf):
+        raise ValueError("truncated subscription")
+    return pos

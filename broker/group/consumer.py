@@ -518,7 +518,7 @@ class ConsumerGroupsMixin:
                      exc.code.name, exc.message)
             return CoordinatorResult(response={
                 "error_code": exc.code, "error_message": exc.message, "member_id": None,
-                "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None})
+                "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None})
 
     def _validate_heartbeat(self, request: dict, api_version: int) -> None:
         epoch = request["member_epoch"]
@@ -654,8 +654,11 @@ class ConsumerGroupsMixin:
         current_before = base
         self._schedule_session(group_id, member_id)
 
-        full = (request.get("rebalance_timeout_ms", -1) != -1 or names is not None
-                or request.get("topic_partitions") is not None or epoch == 0)
+        # A full request (Kafka: every optional field set, as a client sends after an error) or a
+        # join gets the whole assignment; any other heartbeat only a changed one.
+        full = epoch == 0 or (request.get("rebalance_timeout_ms", -1) != -1
+                              and (names is not None or regex is not None)
+                              and request.get("topic_partitions") is not None)
         changed = current_before is None or not current_before.same_assignment(reconciled)
         response = {"error_code": ErrorCode.NONE, "error_message": None, "member_id": member_id,
                     "member_epoch": reconciled.member_epoch,
@@ -739,7 +742,7 @@ class ConsumerGroupsMixin:
         def on_appended(error):
             if error is None:
                 return None
-            return {"error_code": error, "error_message": None, "member_id": None, "member_epoch": -1,
+            return {"error_code": error, "error_message": None, "member_id": None, "member_epoch": 0,
                     "heartbeat_interval_ms": 0, "assignment": None}
         return on_appended
 
@@ -828,8 +831,9 @@ class ConsumerGroupsMixin:
             code = ErrorCode.GROUP_ID_NOT_FOUND
             message = (f"Group {group_id} is not a consumer group." if group_id in self.groups
                        else f"Group {group_id} not found.")
-            return {"error_code": code, "error_message": message, "group_id": group_id, "group_state": "Dead",
-                    "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "", "members": []}
+            # Kafka 4.2 leaves every other field at its default ("" and 0).
+            return {"error_code": code, "error_message": message, "group_id": group_id, "group_state": "",
+                    "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": []}
 
         def wire(a: Assignment) -> dict:
             return {"topic_partitions": [
@@ -840,7 +844,7 @@ class ConsumerGroupsMixin:
             "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
             "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
             "subscribed_topic_names": list(m.subscribed_topic_names),
-            "subscribed_topic_regex": m.subscribed_topic_regex,
+            "subscribed_topic_regex": m.subscribed_topic_regex or "",  # Kafka 4.2: "" without one
             "assignment": wire(m.assigned), "target_assignment": wire(group.target.get(m.member_id, {})),
             "member_type": 0 if m.uses_classic_protocol else 1,
         } for m in group.members.values()]

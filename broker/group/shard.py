@@ -39,6 +39,7 @@ from minikafka.protocol.records import (
     iter_records,
     read_header,
     set_base_offset,
+    set_partition_leader_epoch,
 )
 
 from .classic import ClassicGroup, GroupError
@@ -592,6 +593,7 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
         """Write the producer's COMMIT/ABORT marker to this partition and apply it (the transaction
         coordinator calls this, as Kafka's WriteTxnMarkers does for __consumer_offsets partitions)."""
         batch = build_control_batch(commit, producer_id, producer_epoch, coordinator_epoch, self._now())
+        set_partition_leader_epoch(batch, 0, 0)  # the leader's epoch, as every appended batch (Kafka 4.2)
         self.log.append(batch)
         self.replay_end_transaction(producer_id, commit)
 
@@ -629,9 +631,10 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
             members.append({
                 "member_id": m.member_id, "group_instance_id": m.group_instance_id,
                 "client_id": m.client_id, "client_host": m.client_host,
-                # Metadata and assignment are only meaningful once the generation is settled.
+                # Metadata only once the generation is settled; the (last) assignment always, as
+                # Kafka 4.2 describes members of a group that is rebalancing.
                 "member_metadata": m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
-                "member_assignment": m.assignment if stable else b"",
+                "member_assignment": m.assignment,
             })
         return {"error_code": ErrorCode.NONE, "group_id": group_id, "group_state": str(group.state),
                 "protocol_type": group.protocol_type or "",

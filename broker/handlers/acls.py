@@ -89,7 +89,7 @@ async def describe_acls(ctx, body: dict) -> dict:
                                                 "permission_type": b["permission_type"]})
     resources = [{"resource_type": t, "resource_name": n, "pattern_type": p, "acls": acls}
                  for (t, n, p), acls in grouped.items()]
-    return {"throttle_time_ms": 0, "error_code": NONE, "error_message": None, "resources": resources}
+    return {"throttle_time_ms": 0, "error_code": NONE, "error_message": "", "resources": resources}  # "" as Kafka 4.2
 
 
 async def create_acls(ctx, body: dict) -> dict:
@@ -113,7 +113,7 @@ async def create_acls(ctx, body: dict) -> dict:
             continue
         if not any(all(existing[k] == binding[k] for k in FIELDS) for existing in store.acls.values()):
             store.add_acl(str(uuid.uuid4()), binding)
-        results.append({"error_code": NONE, "error_message": None})
+        results.append({"error_code": NONE, "error_message": ""})  # "" as Kafka 4.2
     return {"throttle_time_ms": 0, "results": results}
 
 

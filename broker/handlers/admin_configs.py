@@ -197,13 +197,14 @@ async def describe_configs(ctx, body: dict) -> dict:
     include_documentation = bool(body.get("include_documentation", False))
     results = []
     for resource in body.get("resources") or ():
-        result = {"error_code": 0, "error_message": None, "resource_type": resource["resource_type"],
+        # Kafka answers "" (not null) where a result has no message, errors included.
+        result = {"error_code": 0, "error_message": "", "resource_type": resource["resource_type"],
                   "resource_name": resource["resource_name"], "configs": []}
         try:
             _authorize_resource(ctx, resource, az.DESCRIBE_CONFIGS)
             result["configs"] = _describe_one(broker, resource, include_synonyms, include_documentation)
         except ResourceError as exc:
-            result.update(error_code=exc.code, error_message=exc.message)
+            result.update(error_code=exc.code, error_message=exc.message if exc.message is not None else "")
         results.append(result)
     return {"throttle_time_ms": 0, "results": results}
 

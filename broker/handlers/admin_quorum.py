@@ -48,9 +48,10 @@ async def describe_quorum(ctx, body: dict) -> dict:
     voter = {"replica_id": node, "replica_directory_id": _directory_id(broker), "log_end_offset": end,
              "last_fetch_timestamp": now, "last_caught_up_timestamp": now}
     host, port = broker.config.advertised
-    return {"error_code": 0, "error_message": None, "topics": [
+    # Kafka 4.2 answers error_message "" (not null) on success.
+    return {"error_code": 0, "error_message": "", "topics": [
         {"topic_name": METADATA_TOPIC, "partitions": [
-            {"partition_index": 0, "error_code": 0, "error_message": None, "leader_id": node,
+            {"partition_index": 0, "error_code": 0, "error_message": "", "leader_id": node,
              "leader_epoch": LEADER_EPOCH, "high_watermark": end, "current_voters": [voter], "observers": []}]}],
         "nodes": [{"node_id": node, "listeners": [{"name": "PLAINTEXT", "host": host, "port": port}]}]}
 
@@ -75,7 +76,8 @@ async def update_features(ctx, body: dict) -> dict:
     if error == 0 and not body.get("validate_only"):
         for u in updates:
             broker.controller.set_feature_level(u["feature"], u["max_version_level"])
-    results = [{"feature": n, "error_code": error, "error_message": message} for n in names]
+    # Kafka 4.2 answers a refused update with the top-level error only (no per-feature results).
+    results = [] if error else [{"feature": n, "error_code": error, "error_message": message} for n in names]
     return {"throttle_time_ms": 0, "error_code": error, "error_message": message, "results": results}
 
 

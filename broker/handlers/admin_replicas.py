@@ -141,7 +141,7 @@ def _reassignment_error(broker, topic: str, partition: int, replicas, allow_rf_c
     if not _exists(broker, topic, partition):
         return UNKNOWN_TOPIC_OR_PARTITION, "The topic or partition does not exist."
     if replicas is None:
-        return NO_REASSIGNMENT_IN_PROGRESS, f"No ongoing reassignment for {topic}-{partition}."
+        return NO_REASSIGNMENT_IN_PROGRESS, None  # Kafka 4.2 sends no message with it
     if not replicas:
         return INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list."
     if len(set(replicas)) != len(replicas):

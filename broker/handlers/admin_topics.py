@@ -219,6 +219,10 @@ async def create_topics(ctx, body: dict) -> dict:
             result.update(error_code=exc.code, error_message=_kafka_error_message(exc))
             continue
         topic_id = getattr(info, "topic_id", None) or uuid.uuid4()
+        if not az.authorize(ctx, az.DESCRIBE_CONFIGS, az.TOPIC, name):
+            # Kafka 4.2: created, but its configs are not shown to a principal that may not see them.
+            result.update(topic_id=topic_id, topic_config_error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
         result.update(topic_id=topic_id, num_partitions=num_partitions, replication_factor=1,
                       configs=_created_configs(broker, configs))
     if not validate_only:
@@ -259,6 +263,7 @@ async def delete_topics(ctx, body: dict) -> dict:
     id_counts = Counter(i for n, i in requested if n is None and i != ZERO_UUID)
     by_id = {info.topic_id: info for info in controller.topics.values()}
     to_delete: dict[uuid.UUID, str] = {}
+    requested_by_name: dict[uuid.UUID, bool] = {}
     duplicate_names: list[str] = []
     duplicate_ids: list[uuid.UUID] = []
     for name, topic_id in requested:
@@ -273,7 +278,8 @@ async def delete_topics(ctx, body: dict) -> dict:
                 continue
             info = by_id.get(topic_id)
             if info is None:
-                answer(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
+                # Kafka 4.2 sends the error's description.
+                answer(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
             else:
                 to_delete[topic_id] = info.name
         else:
@@ -290,14 +296,24 @@ async def delete_topics(ctx, body: dict) -> dict:
                        "The provided topic name maps to an ID that was already supplied.")
             else:
                 to_delete[info.topic_id] = name
+                requested_by_name[info.topic_id] = True
     for name in duplicate_names:
         answer(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
     for topic_id in duplicate_ids:
         answer(None, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
 
+    # Kafka 4.2 (ControllerApis): DELETE on the cluster allows deleting (and describing) any topic.
+    cluster_delete = az.authorize(ctx, az.DELETE, az.CLUSTER)
     for topic_id, name in to_delete.items():
         info = controller.topics.get(name)
-        if not az.authorize(ctx, az.DELETE, az.TOPIC, name):  # issue 12
+        if cluster_delete:
+            pass
+        elif requested_by_name.get(topic_id) and not az.authorize(ctx, az.DESCRIBE, az.TOPIC, name):
+            # Kafka 4.2 does not reveal a topic, named by the request, that the principal may not
+            # describe.
+            answer(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
+            continue
+        elif not az.authorize(ctx, az.DELETE, az.TOPIC, name):  # issue 12
             answer(name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
             continue
         if info is not None and (info.internal or name in cfg.INTERNAL_TOPICS):
@@ -355,7 +371,8 @@ async def create_partitions(ctx, body: dict) -> dict:
             result.update(error_code=int(ErrorCode.INVALID_REQUEST), error_message="Duplicate topic name.")
             continue
         if not az.authorize(ctx, az.ALTER, az.TOPIC, name):
-            result.update(error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), error_message="Authorization failed.")
+            # Kafka 4.2 sends no message with this refusal.
+            result.update(error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), error_message=None)
             continue
         try:
             _plan_partitions(controller, topic)

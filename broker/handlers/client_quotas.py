@@ -135,7 +135,8 @@ async def describe_client_quotas(ctx, body: dict) -> dict:
         if values and _matches(entity, components, strict):
             entries.append({"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
                             "values": [{"key": k, "value": v} for k, v in sorted(values.items())]})
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "entries": entries}
+    # Kafka 4.2 answers error_message "" (not null) on success.
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": "", "entries": entries}
 
 
 def register(registry, broker) -> None:

@@ -1,4 +1,4 @@
-"""Fetch (key 1), versions 4-17.
+"""Fetch (key 1), versions 4-18.
 
 v4 adds isolation_level, last_stable_offset and aborted_transactions; v5 log_start_offset;
 v7 fetch sessions (KIP-227); v9 current_leader_epoch; v11 rack_id and preferred_read_replica;
@@ -47,8 +47,10 @@ READ_COMMITTED = 1
 
 
 def _error_partition(index: int, error: int) -> dict:
+    # Kafka 4.2 (FetchResponse.partitionResponse): offsets -1 and aborted_transactions [] for an
+    # error found before reading (OFFSET_OUT_OF_RANGE: see read_partitions).
     return {"partition_index": index, "error_code": error, "high_watermark": -1,
-            "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+            "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": [],
             "preferred_read_replica": -1, "records": b""}
 
 
@@ -82,7 +84,8 @@ def read_partitions(broker, body: dict) -> tuple[list, int, bool]:
                 continue
             epoch_error = leader_epoch_error(p.get("current_leader_epoch", -1))
             if epoch_error:
-                parts.append(_error_partition(index, epoch_error))
+                # Kafka 4.2: found while reading, so aborted_transactions stays null.
+                parts.append(dict(_error_partition(index, epoch_error), aborted_transactions=None))
                 any_error = True
                 continue
             try:
@@ -99,9 +102,9 @@ def read_partitions(broker, body: dict) -> tuple[list, int, bool]:
                      "last_stable_offset": lso, "log_start_offset": log_start,
                      "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
             if offset < log_start or offset > plog.log_end_offset:
-                entry["error_code"] = OFFSET_OUT_OF_RANGE
+                # Kafka 4.2: offsets -1 as for any error, aborted_transactions null (the read failed).
+                parts.append(dict(_error_partition(index, OFFSET_OUT_OF_RANGE), aborted_transactions=None))
                 any_error = True
-                parts.append(entry)
                 continue
             upper = lso if read_committed else hw
             limit = min(p.get("partition_max_bytes", budget), budget - total)
@@ -183,4 +186,4 @@ def register(registry, broker) -> None:
     from .fetch_session import with_sessions
     from .fetch_topic_ids import by_topic_id
 
-    registry.register(API_KEY, 4, 17, with_sessions(by_topic_id(handle_fetch)))
+    registry.register(API_KEY, 4, 18, with_sessions(by_topic_id(handle_fetch)))

@@ -31,7 +31,7 @@ NODE_ENDPOINTS_VERSION = 16
 def _unknown_topic(topic_id, partitions) -> dict:
     return {"topic_id": topic_id, "partitions": [
         {"partition_index": p["partition"], "error_code": UNKNOWN_TOPIC_ID, "high_watermark": -1,
-         "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+         "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": [],  # as Kafka 4.2
          "preferred_read_replica": -1, "records": b""} for p in partitions or ()]}
 
 

@@ -20,6 +20,7 @@ import logging
 API_KEY = 22
 NONE = 0
 COORDINATOR_NOT_AVAILABLE = 15
+INVALID_REQUEST = 42
 
 log = logging.getLogger("minikafka.init_producer_id")
 
@@ -29,6 +30,9 @@ async def handle_init_producer_id(ctx, body: dict) -> dict:
     denied = _authorization_error(ctx, body.get("transactional_id"))
     if denied:
         return {"throttle_time_ms": 0, "error_code": denied, "producer_id": -1, "producer_epoch": -1}
+    if (body.get("producer_id", -1) == -1) != (body.get("producer_epoch", -1) == -1):
+        # Kafka 4.2 (KafkaApis): a producer id without an epoch, or the reverse, is refused.
+        return {"throttle_time_ms": 0, "error_code": INVALID_REQUEST, "producer_id": -1, "producer_epoch": -1}
     if body.get("transactional_id") is not None:
         coordinator = broker.txn_coordinator
         if coordinator is not None:

@@ -1,4 +1,4 @@
-"""ListOffsets (key 2), versions 1-10.
+"""ListOffsets (key 2), versions 1-11.
 
 Special timestamps: -1 latest (the high watermark; with v2+ ``isolation_level`` 1 the last stable
 offset), -2 earliest (the log start offset), -3 (v7, KIP-734) the offset of the record with the
@@ -8,7 +8,11 @@ whose record timestamp is >= it; when there is none, offset and timestamp are -1
 v4+ adds leader_epoch (always 0 here); v6 is flexible.  v8 adds -4 (KIP-405, the earliest
 offset of the local log: the log start offset, as there is no tiered storage), v9 -5 (KIP-1005,
 the latest tiered offset: offset -1 with epoch -1, Kafka's answer without remote storage), v10 a
-timeout for remote lookups (nothing here is remote).  v11's -6 is not served.
+timeout for remote lookups (nothing here is remote), v11 -6 (KIP-1023, the earliest offset still
+to be uploaded to remote storage: offset -1 with epoch -1, Kafka's answer without remote storage).
+Each sentinel is answered only from the version that introduced it (-3 v7, -4 v8, -5 v9, -6
+v11); below it, and for any other negative timestamp, the partition gets UNSUPPORTED_VERSION with
+offset, timestamp and epoch -1, as Kafka 4.2 answers.
 
 current_leader_epoch (v4+) above ours gives UNKNOWN_LEADER_EPOCH, below (other than -1)
 FENCED_LEADER_EPOCH.  Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION.
@@ -36,6 +40,11 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
+EARLIEST_PENDING_UPLOAD = -6
+UNSUPPORTED_VERSION = 35
+# The first ListOffsets version that knows each sentinel timestamp (Kafka 4.2 checks them).
+SENTINEL_MIN_VERSION = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
+                        EARLIEST_PENDING_UPLOAD: 11}
 
 log = logging.getLogger("minikafka.list_offsets")
 _reported: set[tuple[str, int]] = set()
@@ -46,7 +55,7 @@ def _entry(index: int, error: int, offset: int = -1, timestamp: int = -1, epoch:
             "timestamp": timestamp, "offset": offset, "leader_epoch": epoch}
 
 
-def list_partition(broker, topic: str, p: dict, read_committed: bool) -> dict:
+def list_partition(broker, topic: str, p: dict, read_committed: bool, version: int = 11) -> dict:
     index = p["partition_index"]
     try:
         plog = broker.controller.log(topic, index)
@@ -56,12 +65,14 @@ def list_partition(broker, topic: str, p: dict, read_committed: bool) -> dict:
     if epoch_error:
         return _entry(index, epoch_error)
     ts = p["timestamp"]
+    if ts < 0 and version < SENTINEL_MIN_VERSION.get(ts, 1 << 16):
+        return _entry(index, UNSUPPORTED_VERSION)
     if ts == LATEST:
         offset = plog.last_stable_offset if read_committed else plog.high_watermark
         return _entry(index, NONE, offset, -1, LEADER_EPOCH)
     if ts == EARLIEST or ts == EARLIEST_LOCAL:
         return _entry(index, NONE, plog.log_start_offset, -1, LEADER_EPOCH)
-    if ts == LATEST_TIERED:
+    if ts == LATEST_TIERED or ts == EARLIEST_PENDING_UPLOAD:
         return _entry(index, NONE, -1, -1, -1)
     upper = plog.last_stable_offset if read_committed else plog.high_watermark
     try:
@@ -91,9 +102,9 @@ async def handle_list_offsets(ctx, body: dict) -> dict:
                 for p in topic.get("partitions") or ()]})
             continue
         topics.append({"name": name, "partitions": [
-            list_partition(ctx.broker, name, p, read_committed) for p in topic.get("partitions") or ()]})
+            list_partition(ctx.broker, name, p, read_committed, ctx.api_version) for p in topic.get("partitions") or ()]})
     return {"throttle_time_ms": 0, "topics": topics}
 
 
 def register(registry, broker) -> None:
-    registry.register(API_KEY, 1, 10, handle_list_offsets)
+    registry.register(API_KEY, 1, 11, handle_list_offsets)

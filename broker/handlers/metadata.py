@@ -43,9 +43,10 @@ ZERO_UUID = uuid.UUID(int=0)
 AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2147483648
 # Bit sets of Kafka's AclOperation codes (READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
 # CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12, CREATE_TOKENS 13,
-# DESCRIBE_TOKENS 14): every operation that applies to a topic / the cluster, all allowed.
+# DESCRIBE_TOKENS 14): every operation that applies to a topic / the cluster, all allowed.  Kafka 4.2
+# without an authorizer leaves the token operations out of the cluster's set (as DescribeCluster).
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12, 13, 14))
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
 def broker_entry(broker, ctx=None) -> dict:
@@ -79,6 +80,13 @@ def build_metadata(broker, version: int, body: dict, client_id=None, ctx=None) -
     include_ops = bool(body.get("include_topic_authorized_operations"))
     allow_auto = body.get("allow_auto_topic_creation", True) if version >= 4 else True
     auto_create = allow_auto and broker.config.get("auto.create.topics.enable")
+    if version < 12 and any(item.get("topic_id") not in (None, ZERO_UUID) for item in requested or ()):
+        # Kafka 4.2: topic ids need v12+; the whole request gets its error response
+        # (INVALID_REQUEST per topic, no brokers, no cluster id, no controller).
+        return {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
+                "topics": [error_entry(item.get("name") or "", item.get("topic_id"), ErrorCode.INVALID_REQUEST)
+                           for item in requested],
+                "cluster_authorized_operations": AUTHORIZED_OPERATIONS_NOT_REQUESTED}
     topics = []
     secured = ctx is not None and az.enabled(broker)
     if requested is None or (version == 0 and not requested):

@@ -1,4 +1,4 @@
-"""Produce (key 0): advertise 0-11, serve 3-11.
+"""Produce (key 0): advertise 0-13, serve 3-13.
 
 Versions 0-2 are advertised because librdkafka < 2.11.1 turns compression off when Produce v0
 is outside the broker's range (KAFKA-18659); like Kafka 4.x we answer them with
@@ -30,6 +30,13 @@ Transactional batches (v3+ with a transactional id) are checked like idempotent 
 transaction coordinator (``broker.txn_coordinator.validate_produce``, broker/txn/apis.py): the
 partition must be in the producer's open transaction (Kafka 3.9's partition verification), else
 TRANSACTION_ABORTABLE for Produce v11 and INVALID_TXN_STATE for older versions.
+
+v12 (KIP-890 part 2, transactions V2): with ``transaction.version`` 2 finalized (the default, as
+in Kafka 4.2), a transactional batch adds its partition to the producer's transaction itself
+(``TxnService.add_partition_implicitly``) instead of being verified against AddPartitionsToTxn;
+with ``transaction.version`` 1 v12 is v11.  v13 (KIP-516) names topics by id: an id the broker does not know (the zero id
+included) answers UNKNOWN_TOPIC_ID for each of its partitions, before any authorization; the
+answer carries the id instead of the name.
 """
 
 from __future__ import annotations
@@ -57,6 +64,17 @@ INVALID_TIMESTAMP = 32
 KAFKA_STORAGE_ERROR = 56
 LONG_MAX = 9223372036854775807
 LEADER_EPOCH = 0
+RECORD_LIST_TOO_LARGE = 18
+_NO_MESSAGE = (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE)
+_NOT_IN_TRANSACTION = "Partition was not added to the transaction"
+TV2_PRODUCE_VERSION = 12
+
+
+def tv2_enabled(broker) -> bool:
+    """``transaction.version`` finalized at 2 or more (the default; UpdateFeatures may lower it)."""
+    from minikafka.broker import features
+
+    return features.finalized(broker).get(features.TRANSACTION_VERSION, 0) >= 2
 
 def _partition_response(index: int, error: int, base_offset: int = -1, log_start_offset: int = -1,
                         log_append_time_ms: int = -1, message: str | None = None,
@@ -64,6 +82,15 @@ def _partition_response(index: int, error: int, base_offset: int = -1, log_start
     return {"index": index, "error_code": error, "base_offset": base_offset,
             "log_append_time_ms": log_append_time_ms, "log_start_offset": log_start_offset,
             "record_errors": record_errors or [], "error_message": message}
+
+
+def _request_level(records) -> bool:
+    """Whether Kafka refuses these bytes before the partition sees them (ProduceRequest's
+    validateRecords): not exactly one batch, or not magic 2."""
+    size = len(records)
+    if size < 61 or records[16] != 2:
+        return True
+    return 12 + int.from_bytes(bytes(records[8:12]), "big", signed=True) != size
 
 
 def validation_rules(broker, topic: str) -> ValidationRules:
@@ -86,8 +113,7 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
     if info is None or not 0 <= index < info.num_partitions:
         return _partition_response(index, UNKNOWN_TOPIC_OR_PARTITION)
     if info.internal:
-        return _partition_response(index, INVALID_TOPIC_EXCEPTION,
-                                   message=f"Cannot append to internal topic {topic}")
+        return _partition_response(index, INVALID_TOPIC_EXCEPTION)  # no message, as Kafka 4.2
     if records is None:
         return _partition_response(index, INVALID_RECORD, message="Produce request without records")
     try:
@@ -95,13 +121,35 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
                                 now_ms=broker.now_ms())
     except BatchRejected as exc:
         log.info("produce to %s-%d refused (%s): %s", topic, index, exc.code.name, exc.message)
-        return _partition_response(index, exc.code, message=exc.message, record_errors=[
+        # As Kafka 4.2 answers (ReplicaManager): the request-level checks (one v2 batch) and
+        # CORRUPT_MESSAGE / MESSAGE_TOO_LARGE / RECORD_LIST_TOO_LARGE carry neither a message nor
+        # the log start offset; a refusal by the log's validator carries the log start offset, and
+        # a message only when it names records (record_errors).
+        if exc.code in _NO_MESSAGE or _request_level(records):
+            return _partition_response(index, exc.code, record_errors=[
+                {"batch_index": e.batch_index, "batch_index_error_message": e.message}
+                for e in exc.record_errors])
+        try:
+            log_start = controller.log(topic, index).log_start_offset
+        except KafkaError:
+            log_start = -1
+        return _partition_response(index, exc.code, log_start_offset=log_start,
+                                   message=exc.message if exc.record_errors else None, record_errors=[
             {"batch_index": e.batch_index, "batch_index_error_message": e.message}
             for e in exc.record_errors])
     try:
         plog = controller.log(topic, index)
     except KafkaError as exc:
         return _partition_response(index, exc.code, message=str(exc))
+    txn = broker.txn_coordinator
+    implicit = (header.is_transactional and api_version >= TV2_PRODUCE_VERSION and txn is not None
+                and hasattr(txn, "add_partition_implicitly") and tv2_enabled(broker))
+    if implicit:
+        # Transactions V2: the batch adds its partition to the transaction itself, before the
+        # append's own checks (Kafka verifies the transaction first; its errors carry no offsets).
+        txn_error = txn.add_partition_implicitly(transactional_id, topic, index, header)
+        if txn_error:
+            return _partition_response(index, txn_error)
     if header.producer_id >= 0:
         state = controller.producer_states.for_partition(topic, index, plog)
         check = state.check(header.producer_id, header.producer_epoch, header.base_sequence,
@@ -109,11 +157,13 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
         if check.duplicate is not None:
             log.debug("duplicate batch of producer %d seq %d on %s-%d acknowledged at offset %d",
                       header.producer_id, header.base_sequence, topic, index, check.duplicate.first_offset)
-            return _partition_response(index, NONE, check.duplicate.first_offset, plog.log_start_offset)
+            # Kafka 4.2 answers a duplicate with the stored batch's timestamp as its append time.
+            return _partition_response(index, NONE, check.duplicate.first_offset, plog.log_start_offset,
+                                       check.duplicate.max_timestamp)
         if check.error:
-            return _partition_response(index, check.error)
-        txn = broker.txn_coordinator
-        if header.is_transactional and txn is not None and hasattr(txn, "validate_produce"):
+            # Kafka 4.2 answers a sequence or epoch error with the partition's log start offset.
+            return _partition_response(index, check.error, log_start_offset=plog.log_start_offset)
+        if header.is_transactional and not implicit and txn is not None and hasattr(txn, "validate_produce"):
             txn_error = txn.validate_produce(transactional_id, topic, index, header)
             if txn_error:
                 return _partition_response(index, txn_error)
@@ -158,7 +208,8 @@ def handle_produce_sync(broker, version: int, body: dict) -> dict | None:
         if version < 11:
             for part in parts:  # Kafka answers older producers INVALID_TXN_STATE instead
                 if part["error_code"] == TRANSACTION_ABORTABLE:
-                    part["error_code"] = INVALID_TXN_STATE
+                    # ... saying why (Kafka 4.2; v11's TRANSACTION_ABORTABLE has no message).
+                    part.update(error_code=INVALID_TXN_STATE, error_message=_NOT_IN_TRANSACTION)
         responses.append({"name": name, "partition_responses": parts})
     return {"responses": responses, "throttle_time_ms": 0}
 
@@ -180,10 +231,17 @@ def authorize_produce(ctx, body: dict) -> list:
     topic (TOPIC_AUTHORIZATION_FAILED)."""
     from minikafka.broker.security import authorizer as az
 
-    if not az.enabled(ctx.broker):
-        return []
     topics = body.get("topic_data") or []
     txn = body.get("transactional_id")
+    if not az.enabled(ctx.broker):
+        if txn is None and _has_transactional_records(topics):
+            # Kafka 4.2 refuses transactional batches without a transactional id with or without
+            # an authorizer (KafkaApis: the id must be present and authorized).
+            body["topic_data"] = []
+            return [{"name": t["name"], "partition_responses": [
+                _partition_response(p["index"], int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+                for p in t.get("partition_data") or []]} for t in topics]
+        return []
     if _has_transactional_records(topics) and (
             txn is None or not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, txn)):
         denied, body["topic_data"] = topics, []
@@ -196,16 +254,69 @@ def authorize_produce(ctx, body: dict) -> list:
         _partition_response(p["index"], int(code)) for p in t.get("partition_data") or []]} for t in denied]
 
 
+UNKNOWN_TOPIC_ID = 100
+FIRST_TOPIC_ID_VERSION = 13
+
+
+def _transactional_id_refused(ctx, body: dict) -> dict | None:
+    """v13: transactional batches without a (permitted) transactional id are refused for every
+    partition before any topic id is resolved (Kafka 4.2 checks the transactional id first)."""
+    from minikafka.broker.security import authorizer as az
+
+    topics = body.get("topic_data") or []
+    if not _has_transactional_records(topics):
+        return None
+    txn = body.get("transactional_id")
+    if txn is not None and (not az.enabled(ctx.broker) or az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, txn)):
+        return None
+    code = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    return {"throttle_time_ms": 0, "responses": [
+        {"topic_id": t.get("topic_id"), "partition_responses": [
+            _partition_response(p["index"], code) for p in t.get("partition_data") or []]} for t in topics]}
+
+
+def _names_from_ids(broker, body: dict) -> tuple[dict, list]:
+    """v13: give every known topic its name; the unknown ids' answers come back separately."""
+    controller = broker.controller
+    known, unknown = [], []
+    for topic in body.get("topic_data") or []:
+        topic_id = topic.get("topic_id")
+        info = controller.topic_by_id(topic_id) if topic_id is not None and topic_id.int else None
+        if info is None:
+            unknown.append({"topic_id": topic_id, "partition_responses": [
+                _partition_response(p["index"], UNKNOWN_TOPIC_ID) for p in topic.get("partition_data") or []]})
+        else:
+            known.append(dict(topic, name=info.name))
+    return dict(body, topic_data=known), unknown
+
+
+def _ids_from_names(broker, responses: list) -> None:
+    controller = broker.controller
+    for r in responses:
+        if "topic_id" not in r:
+            info = controller.topic(r["name"])
+            r["topic_id"] = info.topic_id if info is not None else None
+
+
 def _has_error(response: dict) -> bool:
     return any(p["error_code"] for t in response["responses"] for p in t["partition_responses"])
 
 
 def register(registry, broker) -> None:
     async def handle_produce(ctx, body: dict) -> dict | None:
+        unknown_ids = []
+        if ctx.api_version >= FIRST_TOPIC_ID_VERSION:
+            refused = _transactional_id_refused(ctx, body)
+            if refused is not None:
+                return refused
+            body, unknown_ids = _names_from_ids(ctx.broker, body)
         denied = authorize_produce(ctx, body)  # removes denied topics from body (issue 12)
         response = handle_produce_sync(ctx.broker, ctx.api_version, body)
         if denied:
             response["responses"].extend(denied)
+        if ctx.api_version >= FIRST_TOPIC_ID_VERSION:
+            _ids_from_names(ctx.broker, response["responses"])
+            response["responses"].extend(unknown_ids)
         if body.get("acks") == 0:
             # Kafka closes an acks=0 connection whose produce failed: the client cannot see an
             # error code, but the reconnect makes it refresh metadata.
@@ -215,4 +326,4 @@ def register(registry, broker) -> None:
             return None
         return response
 
-    registry.register(API_KEY, 0, 11, handle_produce)
+    registry.register(API_KEY, 0, 13, handle_produce)

@@ -49,7 +49,7 @@ async def describe(ctx, body: dict) -> dict:
         else:
             results.append({"user": name, "error_code": 0, "error_message": None,
                             "credential_infos": by_user[name]})
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": results}
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": "", "results": results}  # "" as Kafka 4.2
 
 
 async def alter(ctx, body: dict) -> dict:

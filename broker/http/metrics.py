@@ -188,6 +188,7 @@ class BrokerMetrics:
                 self._produced(slot.m, body)
         elif api == PRODUCE and slot.m:  # acks=0: no response, count what was sent
             for topic, _, nbytes, nrecords in slot.m:
+                topic = self._topic_name(topic)
                 self.bytes_in.inc((topic,), nbytes)
                 self.messages_in.inc((topic,), nrecords)
 
@@ -227,11 +228,18 @@ class BrokerMetrics:
                 self.bytes_out.inc(topic, nbytes)
                 self.messages_out.inc(topic, nrecords)
 
+    def _topic_name(self, topic) -> str:
+        if isinstance(topic, str):
+            return topic
+        info = self.broker.controller.topic_by_id(topic) if topic is not None else None
+        return info.name if info is not None else str(topic)
+
     def _produced(self, sizes: list, body: dict) -> None:
-        ok = {(t["name"], p["index"]) for t in body.get("responses") or () for p in t["partition_responses"]
-              if p["error_code"] == 0}
+        ok = {(t["topic_id"] if "topic_id" in t else t["name"], p["index"])
+              for t in body.get("responses") or () for p in t["partition_responses"] if p["error_code"] == 0}
         for topic, index, nbytes, nrecords in sizes:
             if (topic, index) in ok:
+                topic = self._topic_name(topic)
                 self.bytes_in.inc((topic,), nbytes)
                 self.messages_in.inc((topic,), nrecords)
 
@@ -252,7 +260,9 @@ def _produce_sizes(body: dict) -> list:
             records = p.get("records")
             if records is not None and len(records) >= 61:
                 # A v2 batch: record count is the int32 at byte 57.
-                out.append((t["name"], p["index"], len(records), int.from_bytes(records[57:61], "big")))
+                # Produce v13 names the topic by id only (resolved to its name when counted).
+                topic = t["name"] if "name" in t else t.get("topic_id")
+                out.append((topic, p["index"], len(records), int.from_bytes(records[57:61], "big")))
     return out
 
 

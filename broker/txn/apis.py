@@ -5,11 +5,15 @@ Served versions (PROTOCOL.md "Serve" column):
 * InitProducerId 0-5 with a transactional id (handlers/init_producer_id.py hands it over here):
   v3+ carries the current producer id/epoch (KIP-360 epoch bump without a new id); PRODUCER_FENCED
   from v4, INVALID_PRODUCER_EPOCH before.
-* AddPartitionsToTxn 0-3 (v4+ is the broker-to-broker batched form, not served), AddOffsetsToTxn
-  0-4, EndTxn 0-4: PRODUCER_FENCED from v2, INVALID_PRODUCER_EPOCH before.
-* TxnOffsetCommit 0-4 is served by the group coordinator (broker/group/apis.py), which registers it
+* AddPartitionsToTxn 0-5 (v4+: the broker-to-broker batched form with verify_only, CLUSTER_ACTION),
+  AddOffsetsToTxn 0-4, EndTxn 0-5: PRODUCER_FENCED from v2, INVALID_PRODUCER_EPOCH before; v5
+  (transactions V2) bumps the epoch on every end and answers the producer id and epoch to go on
+  with (``TransactionCoordinator.end_txn_v2``).
+* TxnOffsetCommit 0-5 is served by the group coordinator (broker/group/apis.py), which registers it
   because this module installs ``broker.txn_coordinator`` first.
-* DescribeTransactions 0, ListTransactions 0-1 (v1 duration filter), DescribeProducers 0.
+* DescribeTransactions 0, ListTransactions 0-2 (v1 duration filter, v2 transactional id pattern:
+  a regular expression the whole id matches, INVALID_REGULAR_EXPRESSION when it does not compile),
+  DescribeProducers 0.
 * FindCoordinator key_type 1 answers this broker and creates ``__transaction_state`` on first use
   (broker/group/apis.py).
 * Authorization (KafkaApis): WRITE on the transactional id for AddPartitionsToTxn, AddOffsetsToTxn
@@ -22,9 +26,13 @@ Served versions (PROTOCOL.md "Serve" column):
   topics' checks shared with OffsetCommit) is served in broker/group/apis.py.
 * WriteTxnMarkers is internal (markers are written in-process), as in Kafka it is broker-only.
 
-Transaction version: 1.  KIP-890 part 2 ("transactions V2": Produce 12, EndTxn 5, implicit
-AddPartitions) is not implemented; ApiVersions advertises no ``transaction.version`` feature, so
-Java 4.x clients use the V1 protocol.
+Transaction version: ``transaction.version`` 2 is finalized by default (broker/features.py), as in
+Kafka 4.2, so Java 4.x producers use transactions V2 (KIP-890 part 2): Produce v12 adds the
+partition of a transactional batch itself (``add_partition_implicitly``), TxnOffsetCommit v5 adds
+the group's offsets partition itself, EndTxn v5 bumps the epoch (the markers carry the new one,
+the producer id rotates at the last epoch).  Clients that send older versions (librdkafka,
+kafka-python, Java 3.x) get transactions V1 unchanged: AddPartitionsToTxn / AddOffsetsToTxn, the
+same epoch across transactions.
 
 ``__transaction_state`` is created by the first FindCoordinator for a transactional id (as in
 Kafka) or the first request that needs a transactional id's state, with
@@ -41,12 +49,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import signal
 import time
 from typing import TYPE_CHECKING
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
-from minikafka.protocol.records import build_control_batch
+from minikafka.protocol.records import build_control_batch, set_partition_leader_epoch
 
 from ..security import authorizer as az
 
@@ -61,6 +70,8 @@ log = logging.getLogger("minikafka.txn")
 
 ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 24, 25, 26
 DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
+LEADER_EPOCH = 0  # the only leader epoch of a one-node cluster (as broker/handlers/produce.py)
+TV2_END_TXN_VERSION = 5  # EndTxn v5+: transactions V2 (KIP-890 part 2)
 
 
 def _fenced(error: ErrorCode, version: int, fenced_from: int) -> ErrorCode:
@@ -123,7 +134,10 @@ class TxnService:
         if info is None:
             info = controller.create_topic(
                 TRANSACTION_STATE_TOPIC, num_partitions=self.broker.config.get("transaction.state.log.num.partitions"),
-                configs={"cleanup.policy": "compact", "segment.bytes": "104857600"}, internal=True)
+                # The topic configs Kafka 4.2 creates it with (TransactionLog's topic configs).
+                configs={"cleanup.policy": "compact", "segment.bytes": "104857600",
+                         "compression.type": "uncompressed", "unclean.leader.election.enable": "false",
+                         "min.insync.replicas": "1"}, internal=True)
             log.info("created %s with %d partitions", TRANSACTION_STATE_TOPIC, info.num_partitions)
         coordinator = self._activate(info)
         coordinator.load()  # new: empty, loading is immediate
@@ -188,8 +202,11 @@ class TxnService:
             return False
         plog = controller.log(topic, partition)
         try:
-            plog.append(build_control_batch(commit, producer_id, producer_epoch, coordinator_epoch,
-                                            broker.now_ms()))
+            marker = build_control_batch(commit, producer_id, producer_epoch, coordinator_epoch, broker.now_ms())
+            # Stamped with the partition's leader epoch, as every batch the leader appends
+            # (Kafka 4.2; the CRC does not cover it).
+            set_partition_leader_epoch(marker, 0, LEADER_EPOCH)
+            plog.append(marker)
         except KafkaError as exc:
             # The decision is durable; a restart writes the markers again.
             log.error("marker for %s-%d failed: %s", topic, partition, exc)
@@ -212,6 +229,25 @@ class TxnService:
         # Kafka's verification answers TRANSACTION_ABORTABLE; produce.py turns it into
         # INVALID_TXN_STATE for Produce versions below 11, as Kafka does.
         return ErrorCode.TRANSACTION_ABORTABLE if error is ErrorCode.INVALID_TXN_STATE else error
+
+    def add_partition_implicitly(self, transactional_id, topic: str, partition: int, header) -> int:
+        """Transactions V2 (Produce v12+): a transactional batch adds its partition to the open
+        transaction (or opens one).  Errors as Kafka's produce path maps the coordinator's:
+        retriable ones NOT_ENOUGH_REPLICAS, a stale epoch INVALID_PRODUCER_EPOCH, the rest
+        TRANSACTION_ABORTABLE."""
+        if transactional_id is None:
+            return ErrorCode.INVALID_TXN_STATE
+        coordinator = self.ensure()
+        error = _storage_guard(coordinator.add_partitions, transactional_id, header.producer_id,
+                               header.producer_epoch, [(topic, partition)], 2)
+        if error is ErrorCode.NONE:
+            return ErrorCode.NONE
+        if error in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR):
+            return ErrorCode.NOT_ENOUGH_REPLICAS
+        if error in (ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH):
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        return ErrorCode.TRANSACTION_ABORTABLE
 
     # -- handlers -------------------------------------------------------------------------------
 
@@ -244,6 +280,54 @@ def _storage_guard(call, *args):
 
 
 async def add_partitions_to_txn(ctx, body: dict) -> dict:
+    if ctx.api_version >= 4:
+        return await _add_partitions_batched(ctx, body)
+    return await _add_partitions_v3(ctx, body)
+
+
+async def _add_partitions_batched(ctx, body: dict) -> dict:
+    """AddPartitionsToTxn v4+: the broker-to-broker form (CLUSTER_ACTION), several transactional
+    ids at once, each either added or, with verify_only, only checked (KIP-890 part 1: a partition
+    not in the transaction answers TRANSACTION_ABORTABLE, at v4 too, as Kafka 4.2 does)."""
+    transactions = body.get("transactions") or []
+    if not transactions:
+        # Kafka 4.2 never answers a batched request without transactions (seen on the wire: the
+        # client times out); minikafka does the same rather than invent an answer.
+        return None
+    if not az.authorize(ctx, az.CLUSTER_ACTION, az.CLUSTER):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                "results_by_transaction": []}
+    coordinator = _service(ctx).ensure()
+    controller = ctx.broker.controller
+    results = []
+    for txn in transactions:
+        topics = txn.get("topics") or []
+        wanted = [(t["name"], p) for t in topics for p in t["partitions"]]
+        if txn.get("verify_only"):
+            errors = coordinator.verify_partitions(txn["transactional_id"], txn["producer_id"],
+                                                   txn["producer_epoch"], wanted)
+        else:
+            failed = {}
+            for t in topics:
+                info = controller.topic(t["name"])
+                for p in t["partitions"]:
+                    if info is None or not 0 <= p < info.num_partitions:
+                        failed[(t["name"], p)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if failed:
+                errors = {tp: ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
+                errors.update(failed)
+            else:
+                error = _storage_guard(coordinator.add_partitions, txn["transactional_id"], txn["producer_id"],
+                                       txn["producer_epoch"], wanted)
+                errors = {tp: error for tp in wanted}
+        results.append({"transactional_id": txn["transactional_id"], "topic_results": [
+            {"name": t["name"], "results_by_partition": [
+                {"partition_index": p, "partition_error_code": errors[(t["name"], p)]} for p in t["partitions"]]}
+            for t in topics]})
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "results_by_transaction": results}
+
+
+async def _add_partitions_v3(ctx, body: dict) -> dict:
     controller = ctx.broker.controller
     topics = body.get("v3_and_below_topics") or []
     if not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, body["v3_and_below_transactional_id"]):
@@ -306,6 +390,12 @@ async def end_txn(ctx, body: dict) -> dict:
     if not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, body["transactional_id"]):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
     coordinator = _service(ctx).ensure()
+    if ctx.api_version >= TV2_END_TXN_VERSION:
+        # Transactions V2: the end bumps the epoch; the answer carries the id and epoch to go on with.
+        result = _storage_guard(coordinator.end_txn_v2, body["transactional_id"], body["producer_id"],
+                                body["producer_epoch"], bool(body["committed"]))
+        error, pid, epoch = (result, -1, -1) if isinstance(result, ErrorCode) else result
+        return {"throttle_time_ms": 0, "error_code": error, "producer_id": pid, "producer_epoch": epoch}
     error = _storage_guard(coordinator.end_txn, body["transactional_id"], body["producer_id"],
                            body["producer_epoch"], bool(body["committed"]))
     return {"throttle_time_ms": 0, "error_code": _fenced(error, ctx.api_version, 2)}
@@ -330,16 +420,34 @@ async def describe_transactions(ctx, body: dict) -> dict:
 async def list_transactions(ctx, body: dict) -> dict:
     coordinator = _service(ctx).coordinator
     if coordinator is None:
+        if ctx.api_version >= 2 and body.get("transactional_id_pattern"):
+            try:
+                re.compile(body["transactional_id_pattern"])
+            except re.error:
+                return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REGULAR_EXPRESSION,
+                        "unknown_state_filters": [], "transaction_states": []}
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "unknown_state_filters": [],
                 "transaction_states": []}
+    pattern = None
+    if ctx.api_version >= 2 and body.get("transactional_id_pattern"):
+        # KIP-1152 (v2): a regular expression the whole id must match; null or "" lists all.
+        try:
+            pattern = re.compile(body["transactional_id_pattern"])
+        except re.error:
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REGULAR_EXPRESSION,
+                    "unknown_state_filters": [], "transaction_states": []}
     out = coordinator.list(body.get("state_filters") or [], body.get("producer_id_filters") or [],
                            body.get("duration_filter", -1) if ctx.api_version >= 1 else -1)
+    if pattern is not None:
+        out["transaction_states"] = [s for s in out["transaction_states"] if pattern.fullmatch(s["transactional_id"])]
     out["transaction_states"] = [s for s in out["transaction_states"]
                                  if az.authorize(ctx, az.DESCRIBE, az.TRANSACTIONAL_ID, s["transactional_id"])]
     return {"throttle_time_ms": 0, **out}
 
 
 async def describe_producers(ctx, body: dict) -> dict:
+    from ..handlers.admin_topics import UNKNOWN_TOPIC_MESSAGE
+
     controller = ctx.broker.controller
     topics = []
     for t in body.get("topics") or []:
@@ -349,7 +457,10 @@ async def describe_producers(ctx, body: dict) -> dict:
         for index in t.get("partition_indexes") or []:
             if not readable or info is None or not 0 <= index < info.num_partitions:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if readable else ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                parts.append({"partition_index": index, "error_code": error, "error_message": None,
+                # Kafka 4.2 sends the error's description for an unknown topic (not for an unknown
+                # partition of a known one).
+                message = UNKNOWN_TOPIC_MESSAGE if readable and info is None else None
+                parts.append({"partition_index": index, "error_code": error, "error_message": message,
                               "active_producers": []})
                 continue
             plog = controller.log(t["name"], index)
@@ -370,12 +481,12 @@ async def describe_producers(ctx, body: dict) -> dict:
 def register(registry, broker) -> None:
     broker.txn_coordinator = TxnService(broker)
     for api_key, lo, hi, handler in (
-        (ADD_PARTITIONS_TO_TXN, 0, 3, add_partitions_to_txn),
+        (ADD_PARTITIONS_TO_TXN, 0, 5, add_partitions_to_txn),
         (ADD_OFFSETS_TO_TXN, 0, 4, add_offsets_to_txn),
-        (END_TXN, 0, 4, end_txn),
+        (END_TXN, 0, 5, end_txn),
         (DESCRIBE_PRODUCERS, 0, 0, describe_producers),
         (DESCRIBE_TRANSACTIONS, 0, 0, describe_transactions),
-        (LIST_TRANSACTIONS, 0, 1, list_transactions),
+        (LIST_TRANSACTIONS, 0, 2, list_transactions),
     ):
         registry.register(api_key, lo, hi, handler)
 

@@ -2,8 +2,10 @@
 
 One broker leads every partition, so every shard is local; a transactional id lives on partition
 ``abs(javaStringHashCode(id)) % transaction.state.log.num.partitions`` as in Kafka.  Logic follows
-Kafka 3.9's ``TransactionCoordinator``/``TransactionMetadata`` for transaction version 1 (KIP-890
-part 2, "transactions V2", is not implemented and not advertised).
+Kafka's ``TransactionCoordinator``/``TransactionMetadata``: transaction version 1 (Kafka 3.9's
+rules) and, for clients that use it, version 2 (KIP-890 part 2: ``end_txn_v2`` bumps the epoch on
+every end, the markers carry the bumped epoch, the producer id rotates when the epoch would
+overflow; partitions are added implicitly through ``add_partitions(client_tv=2)``).
 
 Ending a transaction: EndTxn writes PrepareCommit/PrepareAbort (the decision, durable before
 anything else happens), then the markers to every partition of the transaction (data partitions
@@ -210,7 +212,10 @@ class TransactionCoordinator:
         return shard, meta, ErrorCode.NONE
 
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                       partitions: Iterable[tuple[str, int]]) -> ErrorCode:
+                       partitions: Iterable[tuple[str, int]], client_tv: int = 1) -> ErrorCode:
+        """AddPartitionsToTxn / AddOffsetsToTxn (``client_tv`` 1), or the implicit add of
+        transactions V2 (``client_tv`` 2: Produce v12+, TxnOffsetCommit v5+), which marks the
+        transaction as V2."""
         shard, meta, error = self._validate(transactional_id, producer_id, producer_epoch)
         if error:
             return error
@@ -220,13 +225,30 @@ class TransactionCoordinator:
         if meta.state is TxnState.DEAD:
             return ErrorCode.INVALID_TXN_STATE
         if meta.state is TxnState.ONGOING and wanted <= meta.partitions:
+            meta.client_tv = max(meta.client_tv, client_tv)
             return ErrorCode.NONE
         now = self.clock.now_ms()
         starting = meta.state is not TxnState.ONGOING
         new = meta.copy(state=TxnState.ONGOING, partitions=(wanted if starting else meta.partitions | wanted),
-                        start_ms=now if starting else meta.start_ms, last_update_ms=now)
+                        start_ms=now if starting else meta.start_ms, last_update_ms=now,
+                        client_tv=client_tv if starting else max(meta.client_tv, client_tv))
         self._write(shard, meta, new)
         return ErrorCode.NONE
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: Iterable[tuple[str, int]]) -> dict:
+        """AddPartitionsToTxn v4+ with verify_only: which partitions are in the open transaction
+        (TRANSACTION_ABORTABLE for the others, as Kafka 4.2 answers); nothing is added."""
+        shard, meta, error = self._validate(transactional_id, producer_id, producer_epoch)
+        out = {}
+        for tp in partitions:
+            if error:
+                out[tp] = error
+            elif meta.state is TxnState.ONGOING and tp in meta.partitions:
+                out[tp] = ErrorCode.NONE
+            else:
+                out[tp] = ErrorCode.TRANSACTION_ABORTABLE
+        return out
 
     def validate_produce(self, transactional_id: str | None, producer_id: int, producer_epoch: int,
                          topic: str, partition: int) -> ErrorCode:
@@ -246,6 +268,51 @@ class TransactionCoordinator:
         return ErrorCode.NONE
 
     # == EndTxn ==================================================================================
+
+    def end_txn_v2(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                   commit: bool) -> tuple[ErrorCode, int, int]:
+        """EndTxn v5+ (transactions V2): every end bumps the epoch (the markers carry the new one)
+        and the answer gives the producer id and epoch for the next transaction; when the epoch
+        would overflow, the producer id rotates (the markers still carry the old id at the last
+        epoch).  A retry of an end whose answer was lost (the old epoch, or the old id at the last
+        epoch) gets that answer again; an abort outside a transaction bumps the epoch too."""
+        if transactional_id == "":
+            return ErrorCode.INVALID_REQUEST, -1, -1
+        shard, error = self.check(transactional_id)
+        if shard is None:
+            return error, -1, -1
+        meta = shard.txns.get(transactional_id)
+        if meta is None:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, -1, -1
+        state = meta.state
+        completed = {TxnState.COMPLETE_COMMIT: True, TxnState.COMPLETE_ABORT: False}
+        retry = (state in completed and meta.client_tv >= 2 and (
+            (producer_id == meta.producer_id and producer_epoch == meta.producer_epoch - 1
+             and producer_epoch == meta.last_producer_epoch)
+            or (producer_id == meta.last_producer_id and producer_id != meta.producer_id
+                and producer_epoch == SHORT_MAX - 1)))
+        if retry:
+            if completed[state] != commit:
+                return ErrorCode.INVALID_TXN_STATE, -1, -1
+            return ErrorCode.NONE, meta.producer_id, meta.producer_epoch
+        if producer_id != meta.producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, -1, -1
+        if producer_epoch != meta.producer_epoch:
+            return ErrorCode.PRODUCER_FENCED, -1, -1
+        if state is TxnState.ONGOING:
+            meta.client_tv = 2
+            self._end(shard, meta, commit, bump=True)
+        elif state in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT) and not commit:
+            # Nothing to abort (the producer could not tell whether its partitions were added):
+            # the epoch is bumped all the same, no markers.
+            meta.client_tv = 2
+            self._end(shard, meta, False, bump=True)
+        elif state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT, TxnState.PREPARE_EPOCH_FENCE):
+            return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
+        else:
+            return ErrorCode.INVALID_TXN_STATE, -1, -1
+        done = shard.txns[transactional_id]
+        return ErrorCode.NONE, done.producer_id, done.producer_epoch
 
     def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> ErrorCode:
         shard, meta, error = self._validate(transactional_id, producer_id, producer_epoch)
@@ -271,11 +338,24 @@ class TransactionCoordinator:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         return ErrorCode.INVALID_TXN_STATE  # Empty, Dead
 
-    def _end(self, shard: TxnShard, meta: TxnMetadata, commit: bool, epoch: int | None = None) -> None:
+    def _end(self, shard: TxnShard, meta: TxnMetadata, commit: bool, epoch: int | None = None,
+             bump: bool = False) -> None:
         now = self.clock.now_ms()
         target = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
-        prepared = meta.copy(state=target, last_update_ms=now,
+        next_pid = NO_PRODUCER_ID
+        if bump:
+            # Transactions V2: the end bumps the epoch; at the last epoch the id rotates after it.
+            if epoch_exhausted(meta.producer_epoch):
+                next_pid = self.next_producer_id()
+            epoch = meta.producer_epoch + 1
+        prepared = meta.copy(state=target, last_update_ms=now, next_producer_id=next_pid,
                              producer_epoch=meta.producer_epoch if epoch is None else epoch)
+        if bump:
+            prepared.last_producer_id, prepared.last_producer_epoch = meta.producer_id, meta.producer_epoch
+            self._write(shard, meta, prepared)
+            self.crash_hook("prepare")
+            self._finish(shard, shard.txns[meta.transactional_id])
+            return
         if epoch is not None:
             # A fence is not a bump the fenced producer asked for: no retry may claim it.
             prepared.last_producer_id, prepared.last_producer_epoch = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
@@ -289,11 +369,19 @@ class TransactionCoordinator:
     def _finish(self, shard: TxnShard, meta: TxnMetadata) -> None:
         """Write the markers of a prepared transaction, then complete it."""
         commit = meta.state is TxnState.PREPARE_COMMIT
-        self.write_markers(meta.producer_id, meta.producer_epoch, commit, sorted(meta.partitions),
-                           self.coordinator_epoch)
+        if meta.partitions:
+            self.write_markers(meta.producer_id, meta.producer_epoch, commit, sorted(meta.partitions),
+                               self.coordinator_epoch)
         done = meta.copy(state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
                          partitions=frozenset(), last_update_ms=self.clock.now_ms())
+        if meta.next_producer_id != NO_PRODUCER_ID:
+            # V2 epoch overflow: the next transaction runs under a new producer id at epoch 0.
+            done = done.copy(producer_id=meta.next_producer_id, producer_epoch=0, next_producer_id=NO_PRODUCER_ID,
+                             last_producer_id=meta.producer_id, last_producer_epoch=meta.producer_epoch)
         self._write(shard, meta, done)
+        if done.last_producer_id != NO_PRODUCER_ID:
+            shard.txns[meta.transactional_id].last_producer_id = done.last_producer_id
+            shard.txns[meta.transactional_id].last_producer_epoch = done.last_producer_epoch
 
     def _fence_and_abort(self, shard: TxnShard, meta: TxnMetadata) -> None:
         """Bump the epoch (unless exhausted) and abort the open transaction under the new epoch."""
@@ -310,6 +398,12 @@ class TransactionCoordinator:
             return
         log.info("transaction of %r (producer %d epoch %d) timed out after %d ms: aborting it",
                  transactional_id, meta.producer_id, meta.producer_epoch, meta.timeout_ms)
+        if meta.client_tv >= 2:
+            # Transactions V2 (as Kafka 4.2 answers): an abort with the usual epoch bump, so the
+            # producer's own EndTxn(abort) with the old epoch is answered as a retry (with the new
+            # epoch) and its commit gets INVALID_TXN_STATE; it is not fenced.
+            self._end(shard, meta, False, bump=True)
+            return
         self._fence_and_abort(shard, meta)
 
     def _expire_ids(self, shard: TxnShard) -> None:
@@ -333,9 +427,10 @@ class TransactionCoordinator:
         if shard is not None and meta is None:
             error = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
         if meta is None:
+            # Kafka 4.2 leaves every other field at its default (0).
             return {"error_code": error, "transactional_id": transactional_id, "transaction_state": "",
-                    "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,
-                    "producer_epoch": -1, "topics": []}
+                    "transaction_timeout_ms": 0, "transaction_start_time_ms": 0, "producer_id": 0,
+                    "producer_epoch": 0, "topics": []}
         by_topic: dict[str, list[int]] = {}
         for topic, p in sorted(meta.partitions):
             by_topic.setdefault(topic, []).append(p)

@@ -57,17 +57,30 @@ class TxnMetadata:
     partitions: frozenset = frozenset()  # {(topic, partition)}
     start_ms: int = -1
     last_update_ms: int = -1
-    # Kept in memory only, as Kafka 3.9 does without TV2 (value v1's tagged fields hold them in 4.x):
+    # Kept in memory only for V1, as Kafka 3.9 does (value v1 holds them for V2 transactions):
     # what InitProducerId needs to recognise a retry after an epoch bump whose answer was lost.
     last_producer_id: int = NO_PRODUCER_ID
     last_producer_epoch: int = NO_PRODUCER_EPOCH
+    # Transactions V2 (KIP-890 part 2), written in value v1's tagged fields as Kafka 4.x does: the
+    # transaction version of the client's current transaction (2: its end bumps the epoch) and,
+    # while a V2 end whose epoch would overflow is prepared, the producer id it rotates to.
+    client_tv: int = 1
+    next_producer_id: int = NO_PRODUCER_ID
 
     def to_value(self) -> TransactionLogValue:
         by_topic: dict[str, list[int]] = {}
         for topic, p in self.partitions:
             by_topic.setdefault(topic, []).append(p)
-        return TransactionLogValue(self.producer_id, self.producer_epoch, self.timeout_ms, self.state.code,
-                                   by_topic, self.last_update_ms, self.start_ms)
+        value = TransactionLogValue(self.producer_id, self.producer_epoch, self.timeout_ms, self.state.code,
+                                    by_topic, self.last_update_ms, self.start_ms)
+        if self.client_tv >= 2:
+            # Value v1 (as Kafka 4.x writes it for transactions V2): what a V2 end needs after a
+            # restart, the previous id/epoch for lost-answer retries and the id it rotates to.
+            value.client_transaction_version = self.client_tv
+            value.previous_producer_id = self.last_producer_id
+            value.next_producer_id = self.next_producer_id
+            value.next_producer_epoch = 0 if self.next_producer_id != NO_PRODUCER_ID else NO_PRODUCER_EPOCH
+        return value
 
     def copy(self, **changes) -> "TxnMetadata":
         return replace(self, **changes)
@@ -100,7 +113,17 @@ class TxnShard:
                            value.last_update_timestamp_ms)
         if live is not None:
             meta.last_producer_id, meta.last_producer_epoch = live.last_producer_id, live.last_producer_epoch
-        # Loaded from the log they stay unknown, as in Kafka 3.9 (value v0 does not hold them).
+            meta.client_tv, meta.next_producer_id = live.client_tv, live.next_producer_id
+        elif value.client_transaction_version >= 2:
+            # Value v1 (transactions V2): the previous id, the rotation target, the client's version.
+            # The previous epoch is the one before the bump (or the last one, after a rotation).
+            meta.client_tv = value.client_transaction_version
+            meta.next_producer_id = value.next_producer_id
+            if value.previous_producer_id != NO_PRODUCER_ID:
+                meta.last_producer_id = value.previous_producer_id
+                meta.last_producer_epoch = (value.producer_epoch - 1 if value.previous_producer_id == value.producer_id
+                                            else 32766)
+        # Loaded from a v0 value they stay unknown, as in Kafka 3.9 (v0 does not hold them).
         self.txns[tid] = meta
 
     def load(self) -> None:

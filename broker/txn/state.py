@@ -77,7 +77,9 @@ VALID_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
     TxnState.ONGOING: frozenset({TxnState.ONGOING, TxnState.EMPTY, TxnState.COMPLETE_COMMIT,
                                  TxnState.COMPLETE_ABORT}),
     TxnState.PREPARE_COMMIT: frozenset({TxnState.ONGOING}),
-    TxnState.PREPARE_ABORT: frozenset({TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE}),
+    # Transactions V2: an abort from Empty or a completed transaction bumps the epoch (KIP-890).
+    TxnState.PREPARE_ABORT: frozenset({TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE, TxnState.EMPTY,
+                                       TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}),
     TxnState.COMPLETE_COMMIT: frozenset({TxnState.PREPARE_COMMIT}),
     TxnState.COMPLETE_ABORT: frozenset({TxnState.PREPARE_ABORT}),
     TxnState.DEAD: frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}),

@@ -35,12 +35,13 @@ def admin(broker):
     client.close()
 
 
-def test_kafka_python_infers_kafka_4_0(broker, admin):
-    assert admin.get_broker_version_data(1).broker_version == (4, 0)
+def test_kafka_python_infers_kafka_4_2(broker, admin):
+    # Issue 20: the same ApiVersions answer as Kafka 4.2 (ListOffsets 11 is what tells 4.2 apart).
+    assert admin.get_broker_version_data(1).broker_version == (4, 2)
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap)
     try:
-        assert consumer.config["api_version"] in (None, (4, 0))
-        assert consumer._client.get_broker_version_data(1).broker_version == (4, 0) if hasattr(
+        assert consumer.config["api_version"] in (None, (4, 2))
+        assert consumer._client.get_broker_version_data(1).broker_version == (4, 2) if hasattr(
             consumer._client, "get_broker_version_data") else True
     finally:
         consumer.close()
@@ -107,9 +108,10 @@ def test_features(admin):
 
     features = admin.describe_features()
     assert features["metadata.version"]["finalized"] == (25, 25)
-    assert features["transaction.version"]["supported"] == (0, 1)
+    assert features["transaction.version"]["supported"] == (0, 2)
+    assert features["transaction.version"]["finalized"] == (2, 2)  # transactions V2, as Kafka 4.2
     with pytest.raises(Errors.InvalidUpdateVersionError):
-        admin.update_features({"transaction.version": 2})
+        admin.update_features({"transaction.version": 3})
 
 
 def test_describe_cluster_and_groups_v6(admin):

@@ -197,7 +197,9 @@ class KafkaBroker:
     """One Apache Kafka KRaft node (broker + controller) in ``run_dir``.
 
     ``KafkaBroker(run_dir, overrides).start()``; ``bootstrap`` is ``127.0.0.1:PORT``; ``stop()``.
-    Usable as a context manager.  The storage is formatted afresh at every start unless
+    Usable as a context manager.  With ``die_with_parent`` (the default) the JVM is killed when
+    the *thread* that called ``start()`` ends (PR_SET_PDEATHSIG), so start it from a thread that
+    outlives it, e.g. the main thread.  The storage is formatted afresh at every start unless
     ``keep_data=True`` and it already holds a formatted log directory.
     """
 

@@ -13,5 +13,5 @@ def test_readme_table_matches_the_registry():
 
 def test_the_table_has_every_advertised_api_and_the_telemetry_pair():
     table = api_table.render()
-    assert "| 1 | Fetch | 4–17 |" in table
+    assert "| 1 | Fetch | 4–18 |" in table
     assert "| 71 | GetTelemetrySubscriptions | 0–0 (only with `client.telemetry.enable=true`)" in table

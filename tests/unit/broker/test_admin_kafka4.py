@@ -142,19 +142,24 @@ async def test_features_and_update_features(broker):
     fields = features.api_versions_fields(broker)
     finalized = {f["name"]: f["max_version_level"] for f in fields["finalized_features"]}
     supported = {f["name"]: (f["min_version"], f["max_version"]) for f in fields["supported_features"]}
-    assert finalized == {"metadata.version": 25, "transaction.version": 1}
-    assert supported["transaction.version"] == (0, 1) and supported["group.version"] == (0, 0)
+    # transaction.version 2 (transactions V2) is finalized by default, as in Kafka 4.2.
+    assert finalized == {"metadata.version": 25, "transaction.version": 2}
+    assert supported["transaction.version"] == (0, 2) and supported["group.version"] == (0, 0)
 
     def upd(name, level, upgrade_type=1, validate_only=False):
         return {"timeout_ms": 1000, "validate_only": validate_only, "feature_updates": [
             {"feature": name, "max_version_level": level, "upgrade_type": upgrade_type}]}
 
-    r = await call(broker, 57, 1, upd("transaction.version", 2))
-    assert r["error_code"] == 95 and r["results"][0]["error_code"] == 95
+    r = await call(broker, 57, 1, upd("transaction.version", 3))
+    # Kafka 4.2 (tests/conformance admin_misc): the top-level error only, no per-feature results.
+    assert r["error_code"] == 95 and r["results"] == []
     assert (await call(broker, 57, 2, upd("metadata.version", 24, 2)))["error_code"] == 95
     assert (await call(broker, 57, 2, upd("no.such.feature", 1)))["error_code"] == 95
     assert (await call(broker, 57, 2, upd("transaction.version", 0, 1)))["error_code"] == 95  # downgrade as upgrade
     assert (await call(broker, 57, 2, upd("transaction.version", 0, 2, validate_only=True)))["error_code"] == 0
+    assert features.finalized(broker)["transaction.version"] == 2
+    r = await call(broker, 57, 2, upd("transaction.version", 1, 2))  # safe downgrade to V1
+    assert r["error_code"] == 0
     assert features.finalized(broker)["transaction.version"] == 1
     r = await call(broker, 57, 2, upd("transaction.version", 0, 2))
     assert r["error_code"] == 0 and "results" not in r or r.get("results") in (None, [])
@@ -166,10 +171,23 @@ async def test_features_and_update_features(broker):
     assert again.finalized_features["transaction.version"] == 0
 
 
+async def test_api_versions_v3_refuses_an_invalid_software_name(broker):
+    # KIP-511 / Kafka 4.2 (tests/conformance api_versions): INVALID_REQUEST and no api keys.
+    reg = Registry()
+    api_versions.register(reg, broker)
+    for name, version in (("bad name!", "1.0"), ("ok", ""), ("-x", "1"), ("x", "1.")):
+        body = await reg.handlers[18][2](Ctx(broker, 18, 3), {"client_software_name": name,
+                                                              "client_software_version": version})
+        assert (body["error_code"], body["api_keys"]) == (42, []), (name, version)
+    body = await reg.handlers[18][2](Ctx(broker, 18, 2), {})  # v0-2 carry no software name
+    assert body["error_code"] == 0
+
+
 async def test_api_versions_v3_carries_the_features(broker):
     reg = Registry()
     api_versions.register(reg, broker)
-    body = await reg.handlers[18][2](Ctx(broker, 18, 3), {})
+    body = await reg.handlers[18][2](Ctx(broker, 18, 3), {"client_software_name": "test",
+                                                          "client_software_version": "1.0"})
     wire = b"".join(bytes(c) for c in codec.encode_response(18, 3, 1, body))
     _, decoded = codec.decode_response(18, 3, wire[4:])
     assert {f["name"] for f in decoded["finalized_features"]} == {"metadata.version", "transaction.version"}

@@ -41,10 +41,10 @@ def fetch_by_id(topic_id, offset=0, partition=0, epoch=-1, max_wait_ms=0):
                  "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}]}
 
 
-@pytest.mark.parametrize("version", [13, 14, 15, 16, 17])
+@pytest.mark.parametrize("version", [13, 14, 15, 16, 17, 18])
 async def test_fetch_by_topic_id(broker, version):
     lo, hi, handle = _handler(fetch, 1)
-    assert (lo, hi) == (4, 17)
+    assert (lo, hi) == (4, 18)
     tid = broker.controller.topic("t").topic_id
     resp = await handle(Ctx(broker, 1, version), fetch_by_id(tid))
     topic = resp["responses"][0]
@@ -95,15 +95,32 @@ async def test_fetch_v12_still_by_name(broker):
     assert resp["responses"][0]["topic"] == "t"
 
 
-@pytest.mark.parametrize("ts,offset,epoch", [(-4, 0, 0), (-5, -1, -1), (-2, 0, 0), (-1, 3, 0)])
-async def test_list_offsets_v8_to_v10_special_timestamps(broker, ts, offset, epoch):
+@pytest.mark.parametrize("ts,offset,epoch", [(-4, 0, 0), (-5, -1, -1), (-2, 0, 0), (-1, 3, 0), (-6, -1, -1)])
+async def test_list_offsets_v8_to_v11_special_timestamps(broker, ts, offset, epoch):
     lo, hi, handle = _handler(list_offsets, 2)
-    assert (lo, hi) == (1, 10)
+    assert (lo, hi) == (1, 11)
     body = {"replica_id": -1, "isolation_level": 0, "timeout_ms": 1000, "topics": [
         {"name": "t", "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": ts}]}]}
-    resp = await handle(Ctx(broker, 2, 10), body)
+    resp = await handle(Ctx(broker, 2, 11), body)
     part = resp["topics"][0]["partitions"][0]
     assert (part["error_code"], part["offset"], part["leader_epoch"]) == (0, offset, epoch)
+
+
+# The first version of each sentinel timestamp, as Kafka 4.2 answers (UNSUPPORTED_VERSION before).
+_SENTINEL_FIRST = {-1: 1, -2: 1, -3: 7, -4: 8, -5: 9, -6: 11}
+
+
+@pytest.mark.parametrize("ts", [-1, -2, -3, -4, -5, -6, -7, -100])
+async def test_list_offsets_sentinels_only_from_their_version(broker, ts):
+    _, _, handle = _handler(list_offsets, 2)
+    for version in range(1, 12):
+        body = {"replica_id": -1, "isolation_level": 0, "timeout_ms": 1000, "topics": [
+            {"name": "t", "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": ts}]}]}
+        part = (await handle(Ctx(broker, 2, version), body))["topics"][0]["partitions"][0]
+        if version >= _SENTINEL_FIRST.get(ts, 99):
+            assert part["error_code"] == 0, (ts, version)
+        else:
+            assert (part["error_code"], part["offset"], part["timestamp"], part["leader_epoch"]) == (35, -1, -1, -1)
 
 
 async def test_metadata_v13_has_a_top_level_error_code(broker):
@@ -117,7 +134,7 @@ async def test_metadata_v13_has_a_top_level_error_code(broker):
     assert decoded["error_code"] == 0 and decoded["topics"][0]["name"] == "t"
 
 
-def test_kafka_python_infers_kafka_4_0_from_what_we_advertise(tmp_path):
+def test_kafka_python_infers_kafka_4_2_from_what_we_advertise(tmp_path):
     from kafka.protocol.broker_version_data import infer_broker_version_from_api_versions
 
     from minikafka.broker.config import BrokerConfig
@@ -131,4 +148,4 @@ def test_kafka_python_infers_kafka_4_0_from_what_we_advertise(tmp_path):
     broker.build_registry()
     advertised = {e["api_key"]: (e["min_version"], e["max_version"])
                   for e in broker.registry.api_versions_body()["api_keys"]}
-    assert infer_broker_version_from_api_versions(advertised) == (4, 0)
+    assert infer_broker_version_from_api_versions(advertised) == (4, 2)

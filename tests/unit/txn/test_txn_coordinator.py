@@ -58,7 +58,9 @@ class Harness:
 
 def test_transition_table_matches_kafka():
     assert VALID_PREVIOUS[TxnState.PREPARE_COMMIT] == {TxnState.ONGOING}
-    assert VALID_PREVIOUS[TxnState.PREPARE_ABORT] == {TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE}
+    # Transactions V2 adds abort from Empty and from a completed transaction (an epoch bump).
+    assert VALID_PREVIOUS[TxnState.PREPARE_ABORT] == {TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE, TxnState.EMPTY,
+                                                      TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}
     assert VALID_PREVIOUS[TxnState.COMPLETE_COMMIT] == {TxnState.PREPARE_COMMIT}
     check_transition(TxnState.COMPLETE_ABORT, TxnState.ONGOING)
     with pytest.raises(IllegalTransition):
