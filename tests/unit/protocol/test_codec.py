@@ -211,7 +211,7 @@ def test_unknown_api_key_is_a_protocol_error():
 
 
 def test_produce_v0_to_v2_decode_so_the_broker_can_refuse_them():
-    assert SERVE[0] == (0, 11)
+    assert SERVE[0] == (0, 13)
     for v in range(3):
         req = codec.decode_request(_frame(0, v, 1, "old", {"acks": 1, "timeout_ms": 5, "topic_data": []}))
         assert req.body == {"acks": 1, "timeout_ms": 5, "topic_data": []}
