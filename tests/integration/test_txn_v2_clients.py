@@ -17,6 +17,7 @@ import time
 import pytest
 
 from clienttools import ROOT, require_tool
+from conftest import RawClient
 from test_issue20_admin_clients import _kafka4_client_classpath
 
 pytestmark = pytest.mark.integration
@@ -50,7 +51,6 @@ def test_java_4_2_producer_uses_transactions_v2(kafka, tmp_path):
 
 
 def _epoch(kafka, tid: str) -> tuple[str, int]:
-    from conftest import RawClient
 
     with RawClient(int(kafka.bootstrap_servers.rpartition(":")[2])) as c:
         state = c.request(65, 0, {"transactional_ids": [tid]})["transaction_states"][0]
