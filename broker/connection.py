@@ -43,7 +43,7 @@ import logging
 from collections import deque
 from typing import Callable
 
-from minikafka.protocol.errors import ProtocolError, UnsupportedVersionError
+from minikafka.protocol.errors import CloseConnection, ProtocolError, UnsupportedVersionError
 from minikafka.protocol.framing import FrameDecoder
 
 from .context import RequestContext
@@ -97,7 +97,8 @@ class _Slot:
 
     # size: bytes of the request frame, held until the response leaves (queued.max.request.bytes);
     # t0/ts/t1/m: arrival, handler start, handler end, per-request data of broker.metrics.
-    __slots__ = ("api_key", "api_version", "correlation_id", "done", "chunks", "size", "t0", "ts", "t1", "m")
+    __slots__ = ("api_key", "api_version", "correlation_id", "done", "chunks", "size", "t0", "ts", "t1", "m",
+                 "close_after")
 
     def __init__(self, api_key: int, api_version: int, correlation_id: int, size: int = 0):
         self.api_key = api_key
@@ -107,6 +108,7 @@ class _Slot:
         self.chunks: list | None = None
         self.size = size  # bytes of the request frame, held until the response leaves
         self.t0 = self.ts = self.t1 = self.m = None
+        self.close_after = False  # the handler raised CloseConnection: close once earlier answers left
 
 
 class RequestBytes:
@@ -395,6 +397,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._violation(f"api {slot.api_key} handler cancelled")
             return
         exc = task.exception()
+        if isinstance(exc, CloseConnection):
+            log.warning("closing connection from %s client_id=%s after api %d v%d: %s", self.peer,
+                        self.client_id, slot.api_key, slot.api_version, exc)
+            slot.done = slot.close_after = True
+            self._flush()
+            return
         if exc is not None:
             self._handler_failed(slot, exc)
             return
@@ -424,6 +432,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         pending = self._pending
         released = 0
         out: list = []
+        close_now = False
         while pending and pending[0].done:
             slot = pending.popleft()
             released += slot.size
@@ -431,6 +440,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 out += slot.chunks
             if self._metrics is not None:
                 self._metrics.on_sent(slot)
+            if slot.close_after:
+                close_now = True  # nothing after this request is answered, as in Kafka
+                break
         if out:
             # Every ready response in one write: one send for several pipelined answers.
             if self._tls:
@@ -440,7 +452,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if released:
             self.queued_bytes -= released
             self._budget.release(released)
-        if self.close_when_flushed and not pending and not self.closed:
+        if (close_now or self.close_when_flushed and not pending) and not self.closed:
             self.close()  # e.g. after a failed SASL authentication's answer (transport drains it)
         self._update_reading()
 

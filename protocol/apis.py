@@ -10,9 +10,10 @@ the single-node admin APIs), plus the KIP-714 telemetry pair, whose specs come f
 ``protocol.specs_kafka4`` because kafka-python does not ship them.  The KIP-848
 APIs 68/69 are served (issue 11) and advertised only while the consumer protocol is enabled.
 
-Produce is listed as 0-11: Kafka 4.x advertises v0-2 (librdkafka < 2.11.1 turns compression off
-without them, KAFKA-18659) but answers them with UNSUPPORTED_VERSION; the codec can decode
-them (the spec's fields still cover v0-2) so the broker can send that answer.
+Produce is listed as 0-13: Kafka 4.x advertises v0-2 (librdkafka < 2.11.1 turns compression off
+without them, KAFKA-18659) but closes the connection on them (checked against Kafka 4.2); the
+codec decodes them (the spec's fields still cover v0-2) so the broker answers earlier requests
+first and then closes, as Kafka does.
 
 What ApiVersions advertises is *not* this table: it is whatever handlers registered in an
 ``ApiRegistry``, so a version is never advertised without a handler behind it.
@@ -28,7 +29,7 @@ __all__ = ["SERVE", "ApiRegistry", "api_versions_error_response", "API_VERSIONS"
 API_VERSIONS = 18
 
 SERVE: dict[int, tuple[int, int]] = {
-    0: (0, 13),  # Produce (advertise 0-13, answer 0-2 with UNSUPPORTED_VERSION)
+    0: (0, 13),  # Produce (advertise 0-13; 0-2 close the connection, as Kafka 4.2)
     1: (4, 18),  # Fetch (13+ by topic id)
     2: (1, 11),  # ListOffsets
     3: (0, 13),  # Metadata

@@ -191,6 +191,11 @@ class CorruptRecordError(ProtocolError):
     """A record batch whose header, length or CRC is wrong (Kafka's CORRUPT_MESSAGE)."""
 
 
+class CloseConnection(Exception):
+    """A request Kafka answers by closing the connection, after the answers to earlier requests
+    (Produce v0-2 in Kafka 4: advertised, never read).  Handlers raise it; the message says why."""
+
+
 class KafkaError(Exception):
     """An error Kafka reports with a code inside a response."""
 

@@ -1,8 +1,9 @@
 """Produce (key 0): advertise 0-13, serve 3-13.
 
 Versions 0-2 are advertised because librdkafka < 2.11.1 turns compression off when Produce v0
-is outside the broker's range (KAFKA-18659); like Kafka 4.x we answer them with
-UNSUPPORTED_VERSION per partition.  v3+ carries record batch v2 only.
+is outside the broker's range (KAFKA-18659); a request at one of them is answered as Kafka 4.2
+answers it (checked against it): by closing the connection after the answers to earlier
+requests.  v3+ carries record batch v2 only.
 
 Per partition, in Kafka's order (``ReplicaManager.appendToLocalLog``,
 ``UnifiedLog.analyzeAndValidateRecords``, ``ProduceRequest.validateRecords``):
@@ -43,7 +44,7 @@ from __future__ import annotations
 
 import logging
 
-from minikafka.protocol.errors import CorruptRecordError, ErrorCode, KafkaError
+from minikafka.protocol.errors import CloseConnection, CorruptRecordError, ErrorCode, KafkaError
 from minikafka.protocol.records import TRANSACTIONAL_BIT, set_max_timestamp, set_partition_leader_epoch
 from minikafka.protocol.validation import BatchRejected, ValidationRules, validate_batch
 
@@ -56,7 +57,6 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 MESSAGE_TOO_LARGE = 10
 INVALID_TOPIC_EXCEPTION = 17
 INVALID_REQUIRED_ACKS = 21
-UNSUPPORTED_VERSION = 35
 INVALID_RECORD = 87
 INVALID_TXN_STATE = 48
 TRANSACTION_ABORTABLE = 120
@@ -192,8 +192,11 @@ def handle_produce_sync(broker, version: int, body: dict) -> dict | None:
     acks = body.get("acks")
     topics = body.get("topic_data") or []
     responses = []
-    if version < 3 or acks not in (0, 1, -1):
-        error = UNSUPPORTED_VERSION if version < 3 else INVALID_REQUIRED_ACKS
+    if version < 3:
+        raise CloseConnection(f"Produce v{version} (message format v0/v1) is not served by Kafka 4; "
+                              "it closes the connection")
+    if acks not in (0, 1, -1):
+        error = INVALID_REQUIRED_ACKS
         for topic in topics:
             responses.append({"name": topic["name"], "partition_responses": [
                 _partition_response(p["index"], error) for p in topic.get("partition_data") or []]})
