@@ -408,10 +408,8 @@ def _verify_txn_offsets(ctx, body: dict) -> ErrorCode:
     if ctx.api_version >= 5:
         # Transactions V2 (KIP-890 part 2): the commit adds the group's partition of
         # __consumer_offsets to the transaction itself (no AddOffsetsToTxn).
-        from ..txn.apis import _storage_guard
-
-        error = _storage_guard(coordinator.add_partitions, body["transactional_id"], body["producer_id"],
-                               body["producer_epoch"], [(OFFSETS_TOPIC, groups.partition_for(body["group_id"]))], 2)
+        error = service.add_partitions(body["transactional_id"], body["producer_id"], body["producer_epoch"],
+                                       [(OFFSETS_TOPIC, groups.partition_for(body["group_id"]))], 2)
         if error in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if error is ErrorCode.PRODUCER_FENCED:

@@ -106,6 +106,13 @@ class TxnService:
         self._crash_after = crash_after
         self._timer = None  # the broker's timer scope "txn" (broker/clock.py)
 
+    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                       partitions: list, version: int) -> ErrorCode:
+        """Add partitions to an open transaction, storage failures answered as the handlers do
+        (for the group coordinator: TxnOffsetCommit v5 adds the offsets partition itself)."""
+        return _storage_guard(self.coordinator.add_partitions, transactional_id, producer_id,
+                              producer_epoch, partitions, version)
+
     # -- life cycle ---------------------------------------------------------------------------
 
     def _crash_hook(self, phase: str) -> None:

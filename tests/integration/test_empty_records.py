@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from clienttools import ROOT, require_java_jars, require_tool
 from conftest import broker_for
@@ -45,20 +47,30 @@ def shared_broker(request, broker_kind, tmp_path_factory):
     handle.stop()
 
 
-def stored_records(broker, topic: str) -> list[tuple]:
-    """(key, value, headers) of every record in minikafka's log files for the topic, as stored."""
-    from minikafka.protocol.records import iter_records, read_header
+def stored_batches(broker, topic: str) -> list[bytearray]:
+    """The raw batches in minikafka's log files for the topic, each as its producer sent it (the
+    base offset, which is outside the CRC, set back to 0)."""
+    from minikafka.protocol.records import read_header
 
     out = []
     for log in sorted((Path(broker.data_dir) / f"{topic}-0").glob("*.log")):
         data = log.read_bytes()
         pos = 0
         while pos + 61 <= len(data):
-            header = read_header(data, pos)
-            for r in iter_records(data[pos:pos + header.size]):
-                out.append((r.key, r.value, [(k, v) for k, v in r.headers]))
-            pos += header.size
+            size = read_header(data, pos).size
+            batch = bytearray(data[pos:pos + size])
+            batch[0:8] = b"\x00" * 8
+            out.append(batch)
+            pos += size
     return out
+
+
+def stored_records(broker, topic: str) -> list[tuple]:
+    """(key, value, headers) of every record in minikafka's log files for the topic, as stored."""
+    from minikafka.protocol.records import iter_records
+
+    return [(r.key, r.value, [(k, v) for k, v in r.headers])
+            for batch in stored_batches(broker, topic) for r in iter_records(batch)]
 
 
 def consume_confluent(bootstrap: str, topic: str, count: int) -> list[tuple]:
@@ -210,8 +222,6 @@ def test_java_client(shared_broker, empty_records_classes, codec):
 
 # --- librdkafka's own batches, sampled with hypothesis ----------------------------------------
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 _blobs = st.one_of(st.none(), st.just(b""), st.binary(min_size=1, max_size=1), st.binary(min_size=2, max_size=64),
                    st.binary(min_size=4_000, max_size=20_000))
@@ -219,23 +229,6 @@ _blobs = st.one_of(st.none(), st.just(b""), st.binary(min_size=1, max_size=1), s
 _headers = st.lists(st.tuples(st.text(st.characters(blacklist_characters="\x00"), min_size=1, max_size=8), st.one_of(st.none(), st.just(b""), st.binary(max_size=8))),
                     max_size=4)
 _examples = iter(range(10**6))
-
-
-def stored_batches(broker, topic: str) -> list[bytearray]:
-    """The raw batches of a topic's log, each as its producer sent it (base offset 0 again)."""
-    from minikafka.protocol.records import read_header
-
-    out = []
-    for log in sorted((Path(broker.data_dir) / f"{topic}-0").glob("*.log")):
-        data = log.read_bytes()
-        pos = 0
-        while pos + 61 <= len(data):
-            size = read_header(data, pos).size
-            batch = bytearray(data[pos:pos + size])
-            batch[0:8] = b"\x00" * 8  # the base offset is outside the CRC
-            out.append(batch)
-            pos += size
-    return out
 
 
 @pytest.mark.minikafka_only(reason="reads the batches from minikafka's log files")
