@@ -4,7 +4,7 @@ A batch that is stored is served to every consumer of its partition, so one bad 
 partition for everyone: a CRC only proves the bytes arrived as the client computed them, not that
 they make sense.  ``validate_batch`` checks, in Kafka's order, everything a consumer will rely on:
 
-1. exactly one magic-2 batch, the whole buffer (any base offset: ours to set) -> INVALID_RECORD
+1. exactly one magic-2 batch, base offset 0, the whole buffer                -> INVALID_RECORD
 2. batch size within ``max.message.bytes``                                  -> MESSAGE_TOO_LARGE
 3. CRC-32C                                                                  -> CORRUPT_MESSAGE
 4. attributes: no control bit and no delete-horizon bit from a client      -> INVALID_RECORD;
@@ -104,11 +104,14 @@ def validate_batch(buf, rules: ValidationRules, *, api_version: int = 11, now_ms
         raise BatchRejected(ErrorCode.INVALID_RECORD,
                             f"Produce requests with version {api_version} are only allowed to contain "
                             f"record batches with magic version 2 (got {header.magic})")
-    # The base offset is the broker's to assign (Kafka overwrites whatever the client put there).
     if header.batch_length + 12 != size:
         raise BatchRejected(ErrorCode.INVALID_RECORD,
                             "Produce requests with version 3+ must contain exactly one record batch "
                             "of magic 2 per partition")
+    # A client's batch starts at offset 0 (Kafka 4.2 refuses any other, checked against it).
+    if header.base_offset != 0:
+        raise BatchRejected(ErrorCode.INVALID_RECORD,
+                            f"The base offset of a client's record batch must be 0, not {header.base_offset}")
     if size > rules.max_message_bytes:
         raise BatchRejected(ErrorCode.MESSAGE_TOO_LARGE,
                             f"The record batch of {size} bytes is larger than max.message.bytes "

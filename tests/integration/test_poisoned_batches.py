@@ -257,13 +257,13 @@ def test_a_wrong_max_timestamp_is_stored_corrected(shared):
         assert (part["offset"], part["timestamp"]) == (1, TS + 500)
 
 
-def test_a_client_base_offset_is_overwritten_not_refused(shared):
-    """Kafka assigns a batch's offsets whatever base offset the client wrote (it is outside the
-    CRC); the records land at the log end and read back there."""
+def test_a_client_base_offset_other_than_zero_is_refused(shared):
+    """Kafka 4.2 answers INVALID_RECORD with the log start offset and no message (checked against
+    it); nothing is stored and the partition keeps serving."""
     topic = f"base-offset-{uuid.uuid4().hex[:8]}"
     with RawClient(shared.port) as client:
         create(client, topic)
         assert produce(client, topic, good(2, b"first"))["error_code"] == 0
         answer = produce(client, topic, bytes(build_batch([(b"k", b"later", [], TS)] * 2, base_offset=1234)))
-        assert answer["error_code"] == 0 and answer["base_offset"] == 2
-    assert consume_all_confluent(shared.bootstrap, topic, 4) == [b"first", b"first", b"later", b"later"]
+        assert (answer["error_code"], answer["log_start_offset"], answer["error_message"]) == (87, 0, None)
+    assert consume_all_confluent(shared.bootstrap, topic, 2) == [b"first", b"first"]

@@ -451,6 +451,42 @@ def produce_invalid_batches(ctx):
 
 
 @scenario
+def produce_record_edges(ctx):
+    """Records at the edges of Kafka's record reading (issue 18): the smallest record (six bytes),
+    a key length below -1 (read as null), a header key that is not UTF-8, a record without a
+    timestamp under message.timestamp.before.max.ms, a producer id without a sequence and a client
+    base offset other than 0.  Accepted or refused, each as Kafka 4.2 does."""
+    from minikafka.protocol.primitives import write_varint
+    from minikafka.protocol.records import BATCH_HEADER_SIZE, build_batch
+
+    def with_records(records: bytes) -> bytes:
+        buf = bytearray(build_batch([(b"k", b"v", [], TS)])[:BATCH_HEADER_SIZE]) + records
+        struct.pack_into(">i", buf, 8, len(buf) - 12)
+        return _with_crc(buf)
+
+    def record(*fields: bytes) -> bytes:
+        body = b"\x00" + write_varint(0) + write_varint(0) + b"".join(fields)
+        return write_varint(len(body)) + body
+
+    topic = ctx.name("edges")
+    create_topic(ctx, topic, configs={"message.timestamp.before.max.ms": "3600000"})
+    null, nothing = write_varint(-1), write_varint(0)
+    cases = {
+        "smallest record": with_records(record(null, null, nothing)),
+        "empty key and value": with_records(record(nothing, nothing, nothing)),
+        "key length -5": with_records(record(write_varint(-5), write_varint(1) + b"v", nothing)),
+        "header key not UTF-8": with_records(record(null, null, write_varint(1) + write_varint(2) + b"\xff\xfe" + null)),
+        "no timestamp under before.max.ms": bytes(build_batch([(b"k", b"v", [], -1)])),
+        "producer id without a sequence": bytes(build_batch([(b"k", b"v", [], TS)], producer_id=5,
+                                                            producer_epoch=0, base_sequence=-1)),
+        "base offset 1234": bytes(build_batch([(b"k", b"v", [], TS)], base_offset=1234)),
+    }
+    for v in ctx.versions(0, lo=3, hi=12):
+        for label, records in cases.items():
+            ctx.call(0, v, _produce_body(topic, 0, records), label=label)
+
+
+@scenario
 def topic_config_validation(ctx):
     """CreateTopics and IncrementalAlterConfigs with invalid values of common topic configs."""
     bad = {"cleanup.policy": "bogus", "compression.type": "bogus", "segment.bytes": "10",
