@@ -52,6 +52,16 @@ def finalized(broker) -> dict[str, int]:
     return out
 
 
+def level(broker, name: str) -> int:
+    """The finalized level of one feature (0: off), without building the whole table: the produce
+    path asks for ``transaction.version`` on every transactional batch."""
+    if name == GROUP_VERSION:
+        return finalized(broker).get(name, 0)  # depends on the registry: the full rule
+    stored = getattr(broker.controller, "finalized_features", {}) or {}
+    default = _FEATURES[name][2] if name in _FEATURES else 0
+    return max(stored.get(name, default), 0)
+
+
 def epoch(broker) -> int:
     return int(getattr(broker.controller, "metadata_records", 0))
 

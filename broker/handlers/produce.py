@@ -74,7 +74,7 @@ def tv2_enabled(broker) -> bool:
     """``transaction.version`` finalized at 2 or more (the default; UpdateFeatures may lower it)."""
     from minikafka.broker import features
 
-    return features.finalized(broker).get(features.TRANSACTION_VERSION, 0) >= 2
+    return features.level(broker, features.TRANSACTION_VERSION) >= 2
 
 def _partition_response(index: int, error: int, base_offset: int = -1, log_start_offset: int = -1,
                         log_append_time_ms: int = -1, message: str | None = None,
@@ -235,20 +235,11 @@ def authorize_produce(ctx, body: dict) -> list:
     from minikafka.broker.security import authorizer as az
 
     topics = body.get("topic_data") or []
-    txn = body.get("transactional_id")
-    if not az.enabled(ctx.broker):
-        if txn is None and _has_transactional_records(topics):
-            # Kafka 4.2 refuses transactional batches without a transactional id with or without
-            # an authorizer (KafkaApis: the id must be present and authorized).
-            body["topic_data"] = []
-            return [{"name": t["name"], "partition_responses": [
-                _partition_response(p["index"], int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
-                for p in t.get("partition_data") or []]} for t in topics]
-        return []
-    if _has_transactional_records(topics) and (
-            txn is None or not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, txn)):
+    if _transactional_id_denied(ctx, body):
         denied, body["topic_data"] = topics, []
         code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not az.enabled(ctx.broker):
+        return []  # the common case: no per-topic checks, the request untouched
     else:
         denied = [t for t in topics if not az.authorize(ctx, az.WRITE, az.TOPIC, t["name"])]
         body["topic_data"] = [t for t in topics if t not in denied]
@@ -261,17 +252,23 @@ UNKNOWN_TOPIC_ID = 100
 FIRST_TOPIC_ID_VERSION = 13
 
 
-def _transactional_id_refused(ctx, body: dict) -> dict | None:
-    """v13: transactional batches without a (permitted) transactional id are refused for every
-    partition before any topic id is resolved (Kafka 4.2 checks the transactional id first)."""
+def _transactional_id_denied(ctx, body: dict) -> bool:
+    """Transactional batches need a transactional id, and with an authorizer WRITE on it; Kafka 4.2
+    refuses them otherwise, with or without an authorizer (KafkaApis checks it first)."""
     from minikafka.broker.security import authorizer as az
 
-    topics = body.get("topic_data") or []
-    if not _has_transactional_records(topics):
-        return None
+    if not _has_transactional_records(body.get("topic_data") or []):
+        return False
     txn = body.get("transactional_id")
-    if txn is not None and (not az.enabled(ctx.broker) or az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, txn)):
+    return txn is None or (az.enabled(ctx.broker) and not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, txn))
+
+
+def _transactional_id_refused(ctx, body: dict) -> dict | None:
+    """v13: the answer when ``_transactional_id_denied``, given before any topic id is resolved
+    (the partitions are named by id)."""
+    if not _transactional_id_denied(ctx, body):
         return None
+    topics = body.get("topic_data") or []
     code = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     return {"throttle_time_ms": 0, "responses": [
         {"topic_id": t.get("topic_id"), "partition_responses": [
