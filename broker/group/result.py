@@ -1,12 +1,15 @@
 """What a coordinator operation returns: the records to append and the response (Kafka's
-``CoordinatorResult``), and the error-shaped JoinGroup/SyncGroup responses every part of the shard uses."""
+``CoordinatorResult``), what a manager may ask of the shard that runs it (``Runtime``), and the
+error-shaped JoinGroup/SyncGroup responses every part of the shard uses."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Hashable, Optional, Protocol
 
 from minikafka.protocol.errors import ErrorCode
+
+from ..clock import Timer
 
 Record = tuple[Any, Any]  # (key, value or None for a tombstone), as in records.py
 
@@ -22,6 +25,23 @@ class CoordinatorResult:
     # Transactional offset commits are written in a transactional batch of their producer.
     producer_id: int = -1
     producer_epoch: int = -1
+
+
+class Runtime(Protocol):
+    """The shard as its managers see it (Kafka's coordinator runtime): the time, running a result
+    (append its records as one batch, replay them, release the response), keyed timeouts whose
+    operation's result is run the same way, and the group-id namespace (one id, one group type)."""
+
+    timer: Timer
+
+    def now(self) -> int: ...
+
+    def execute(self, result: "CoordinatorResult") -> Any: ...
+
+    def schedule(self, key: Hashable, delay_ms: int, operation: Callable[[], "CoordinatorResult"]) -> None: ...
+
+    def group_type(self, group_id: str) -> Optional[str]:
+        """The type of the group that holds ``group_id`` ("classic", "consumer", ...), None if none does."""
 
 
 def empty(response: Any = None) -> CoordinatorResult:

@@ -47,6 +47,7 @@ from .classic_rebalance import ClassicRebalanceMixin, _hb_key, _join_key, _sync_
 from .consumer import ConsumerConfig, ConsumerGroupsMixin
 from .member import Member
 from .migration import MigrationMixin
+from .offsets import OffsetAndMetadata, OffsetManager
 from .records import (
     ConsumerGroupKey,
     GroupMetadataKey,
@@ -61,7 +62,7 @@ from .records import (
     encode_key,
     encode_value,
 )
-from .result import CoordinatorResult, Record, every_partition, join_error, sync_error
+from .result import CoordinatorResult, Record, join_error, sync_error
 from .result import empty as _empty
 from .state import GroupState
 from ..clock import Clock, Timer
@@ -134,16 +135,6 @@ class MemoryOffsetsLog:
         return iter(list(self.batches))
 
 
-@dataclass
-class OffsetAndMetadata:
-    committed_offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp: int
-    expire_timestamp: int = -1  # -1: none (retention applies)
-    record_offset: int = -1
-
-
 def _append_error(exc: BaseException) -> ErrorCode:
     """Kafka's appendGroupMetadataErrorToResponseError, for our storage's failures."""
     if isinstance(exc, KafkaError):
@@ -175,10 +166,7 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
         self.clock = clock
         self.config = config or GroupConfig()
         self.groups: dict[str, ClassicGroup] = {}
-        self.offsets: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
-        # Offsets of open transactions: producer id -> group -> topic -> partition -> offset.  They become
-        # committed offsets when the producer's COMMIT marker is written to this partition.
-        self.pending_txn_offsets: dict[int, dict[str, dict[str, dict[int, OffsetAndMetadata]]]] = {}
+        self.offsets = OffsetManager(self, self.config, self)
         self.consumer_groups = {}
         self.consumer_config = consumer_config or ConsumerConfig()
         self.topic_metadata = dict  # replaced by the coordinator with the broker's topic image
@@ -186,10 +174,17 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
 
     # == runtime: append, replay, load ===========================================================
 
-    def _now(self) -> int:
+    def now(self) -> int:
         return self.clock.now_ms()
 
-    def _execute(self, result: CoordinatorResult) -> Any:
+    _now = now
+
+    def group_type(self, group_id: str) -> Optional[str]:
+        if group_id in self.consumer_groups:
+            return "consumer"
+        return "classic" if group_id in self.groups else None
+
+    def execute(self, result: CoordinatorResult) -> Any:
         response = result.response
         error: Optional[ErrorCode] = None
         if result.records:
@@ -212,10 +207,12 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
                 response = replaced
         return response
 
+    _execute = execute
+
     def replay(self, offset: int, producer_id: int, key, value) -> None:
         """Apply one record: the single path for both loading and live offset/tombstone records."""
         if isinstance(key, OffsetCommitKey):
-            self._replay_offset(offset, producer_id, key, value)
+            self.offsets.replay(offset, producer_id, key, value)
         elif isinstance(key, GroupMetadataKey):
             self._replay_group(key, value)
         elif isinstance(key, ConsumerGroupKey):
@@ -239,7 +236,8 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
         records = list(iter_records(batch))  # decode all first: a bad batch is skipped whole
         if header.is_control:
             for record in records:
-                self.replay_end_transaction(header.producer_id, control_record_type(record) == CONTROL_COMMIT)
+                self.offsets.replay_end_transaction(header.producer_id,
+                                                    control_record_type(record) == CONTROL_COMMIT)
             return
         decoded = []
         for record in records:
@@ -278,34 +276,6 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
             self.timer.cancel(_join_key(group.group_id))
             self.timer.cancel(_sync_key(group.group_id))
         self._cancel_consumer_timers()
-
-    def _replay_offset(self, offset: int, producer_id: int, key: OffsetCommitKey,
-                       value: Optional[OffsetCommitValue]) -> None:
-        if value is not None:
-            if key.group not in self.groups and key.group not in self.consumer_groups:
-                # Offsets committed without group membership: a "simple" group, Empty, no protocol type.
-                self._create_group(key.group)
-            om = OffsetAndMetadata(
-                committed_offset=value.offset, leader_epoch=value.leader_epoch, metadata=value.metadata,
-                commit_timestamp=value.commit_timestamp, expire_timestamp=value.expire_timestamp,
-                record_offset=offset)
-            if producer_id >= 0:
-                pending = self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(key.group, {})
-                pending.setdefault(key.topic, {})[key.partition] = om
-                return
-            topics = self.offsets.setdefault(key.group, {})
-            topics.setdefault(key.topic, {})[key.partition] = om
-        else:
-            topics = self.offsets.get(key.group)
-            if topics is None:
-                return
-            partitions = topics.get(key.topic)
-            if partitions is not None:
-                partitions.pop(key.partition, None)
-                if not partitions:
-                    del topics[key.topic]
-            if not topics:
-                del self.offsets[key.group]
 
     def _replay_group(self, key: GroupMetadataKey, value: Optional[GroupMetadataValue]) -> None:
         group_id = key.group
@@ -354,8 +324,10 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
 
     # == timers ==================================================================================
 
-    def _schedule(self, key, delay_ms: int, operation: Callable[[], CoordinatorResult]) -> None:
-        self.timer.schedule(key, delay_ms, lambda: self._execute(operation()))
+    def schedule(self, key, delay_ms: int, operation: Callable[[], CoordinatorResult]) -> None:
+        self.timer.schedule(key, delay_ms, lambda: self.execute(operation()))
+
+    _schedule = schedule
 
     def _schedule_cleanup(self) -> None:
         def run() -> CoordinatorResult:
@@ -364,26 +336,56 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
             return result
         self._schedule(("cleanup", self.partition), self.config.offsets_retention_check_interval_ms, run)
 
-    # == offsets =================================================================================
+    # == offsets (OffsetManager), and what it asks of the group types =======================
 
     def commit_offsets(self, request: dict, api_version: int) -> dict:
-        return self._execute(self._commit(request, api_version))
+        return self._execute(self.offsets.commit(request, api_version))
 
-    def _commit(self, request: dict, api_version: int) -> CoordinatorResult:
-        group_id = request["group_id"]
-        generation = request.get("generation_id_or_member_epoch", -1)
-        member_id = request.get("member_id", "")
-        instance_id = request.get("group_instance_id")
-        topics = request.get("topics") or []
+    def txn_commit_offsets(self, request: dict, api_version: int) -> dict:
+        """TxnOffsetCommit: the offsets stay pending until the producer's transaction ends."""
+        return self._execute(self.offsets.txn_commit(request, api_version))
 
+    def fetch_offsets(self, group_id: str, topics: Optional[list[dict]], require_stable: bool = False,
+                      member_id: Optional[str] = None, member_epoch: int = -1) -> dict:
+        return self.offsets.fetch(group_id, topics, require_stable, member_id, member_epoch)
+
+    def delete_offsets(self, request: dict) -> dict:
+        return self._execute(self.offsets.delete(request))
+
+    def has_pending_transaction(self, producer_id: int) -> bool:
+        return self.offsets.has_pending_transaction(producer_id)
+
+    def complete_transaction(self, producer_id: int, producer_epoch: int, commit: bool,
+                             coordinator_epoch: int = 0) -> None:
+        """Write the producer's COMMIT/ABORT marker to this partition and apply it (the transaction
+        coordinator calls this, as Kafka's WriteTxnMarkers does for __consumer_offsets partitions)."""
+        batch = build_control_batch(commit, producer_id, producer_epoch, coordinator_epoch, self._now())
+        set_partition_leader_epoch(batch, 0, 0)  # the leader's epoch, as every appended batch (Kafka 4.2)
+        self.log.append(batch)
+        self.offsets.replay_end_transaction(producer_id, commit)
+
+    def offset_owner(self, group_id: str):
+        return self
+
+    def ensure_group(self, group_id: str) -> None:
+        if group_id not in self.groups and group_id not in self.consumer_groups:
+            # Offsets committed without group membership: a "simple" group, Empty, no protocol type.
+            self._create_group(group_id)
+
+    def ensure_classic_group(self, group_id: str) -> None:
+        if group_id not in self.groups:
+            self._create_group(group_id)
+
+    def validate_offset_commit(self, group_id: str, member_id: str, instance_id: Optional[str],
+                               generation: int, api_version: int) -> Optional[ErrorCode]:
         consumer = self.consumer_groups.get(group_id)
         if consumer is not None:
             code = self.validate_consumer_offset_commit(consumer, member_id, generation, api_version=api_version)
             if code is not None:
-                return _empty(every_partition(topics, code))
+                return code
             if member_id in consumer.members:
                 self._schedule_session(group_id, member_id)  # a commit keeps the session alive, as in Kafka
-            return self._commit_records(group_id, request, topics)
+            return None
         group = self.groups.get(group_id)
         try:
             if group is None:
@@ -394,44 +396,11 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
                 group = self._create_group(group_id)
             self._validate_offset_commit(group, member_id, instance_id, generation)
         except GroupError as exc:
-            return _empty(every_partition(topics, exc.code))
-
+            return exc.code
         if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE) and group.has_member(member_id):
             # A classic member's commits keep its session alive.
             self._reschedule_heartbeat(group, group.member(member_id))
-        return self._commit_records(group_id, request, topics)
-
-    def _commit_records(self, group_id: str, request: dict, topics: list) -> CoordinatorResult:
-        now = self._now()
-        retention = request.get("retention_time_ms", -1)
-        expire = now + retention if retention is not None and retention != -1 else -1
-        records: list[Record] = []
-        response_topics = []
-        for t in topics:
-            parts = []
-            for p in t["partitions"]:
-                metadata = p.get("committed_metadata")
-                if metadata is not None and len(metadata) > self.config.offset_metadata_max_bytes:
-                    parts.append({"partition_index": p["partition_index"],
-                                  "error_code": ErrorCode.OFFSET_METADATA_TOO_LARGE})
-                    continue
-                parts.append({"partition_index": p["partition_index"], "error_code": ErrorCode.NONE})
-                records.append((OffsetCommitKey(group_id, t["name"], p["partition_index"]), OffsetCommitValue(
-                    offset=p["committed_offset"], leader_epoch=p.get("committed_leader_epoch", -1),
-                    metadata=metadata or "", commit_timestamp=now, expire_timestamp=expire)))
-            response_topics.append({"name": t["name"], "partitions": parts})
-        response = {"topics": response_topics}
-
-        def on_appended(error: Optional[ErrorCode]) -> Optional[dict]:
-            if error is None:
-                return None
-            for t in response_topics:
-                for p in t["partitions"]:
-                    if p["error_code"] == ErrorCode.NONE:
-                        p["error_code"] = error
-            return response
-
-        return CoordinatorResult(records, response, replay=True, on_appended=on_appended)
+        return None
 
     def _validate_offset_commit(self, group: ClassicGroup, member_id: str, instance_id: Optional[str],
                                 generation: int) -> None:
@@ -449,125 +418,17 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
             # The member knows the new generation from its JoinGroup response but has no assignment yet.
             raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
 
-    def fetch_offsets(self, group_id: str, topics: Optional[list[dict]], require_stable: bool = False,
-                      member_id: Optional[str] = None, member_epoch: int = -1) -> dict:
-        """``topics``: [{name, partition_indexes}] or None for every committed offset of the group.
-
-        With ``require_stable`` a partition that has an offset in an open transaction answers
-        UNSTABLE_OFFSET_COMMIT (retriable), so the consumer waits for the transaction to end.
-        """
+    def validate_txn_offset_commit(self, group_id: str, member_id: str, instance_id: Optional[str],
+                                   generation: int) -> Optional[ErrorCode]:
         consumer = self.consumer_groups.get(group_id)
-        code = None if consumer is None else self.validate_consumer_offset_fetch(consumer, member_id, member_epoch)
-        if code is not None:
-            return {"group_id": group_id, "error_code": code, "topics": []}
-        group_offsets = self.offsets.get(group_id, {})
-
-        def entry(topic: str, index: int, om: Optional[OffsetAndMetadata]) -> dict:
-            if require_stable and self.pending_txn_offsets and self._has_pending_offset(group_id, topic, index):
-                return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
-                        "metadata": "", "error_code": ErrorCode.UNSTABLE_OFFSET_COMMIT}
-            return _offset_partition(index, om)
-
-        out = []
-        if topics is None:
-            for name, partitions in group_offsets.items():
-                out.append({"name": name, "partitions": [
-                    entry(name, index, om) for index, om in sorted(partitions.items())]})
-        else:
-            for t in topics:
-                partitions = group_offsets.get(t["name"], {})
-                out.append({"name": t["name"], "partitions": [
-                    entry(t["name"], index, partitions.get(index)) for index in t["partition_indexes"]]})
-        return {"group_id": group_id, "topics": out, "error_code": ErrorCode.NONE}
-
-    def delete_offsets(self, request: dict) -> dict:
-        return self._execute(self._delete_offsets(request))
-
-    def _delete_offsets(self, request: dict) -> CoordinatorResult:
-        group_id = request["group_id"]
-        group = self.groups.get(group_id)
-        if group is None or group.is_in_state(GroupState.DEAD):
-            return _empty({"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "topics": []})
-        if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE,
-                           GroupState.COMPLETING_REBALANCE) and not group.uses_consumer_protocol():
-            return _empty({"error_code": ErrorCode.NON_EMPTY_GROUP, "topics": []})
-        group_offsets = self.offsets.get(group_id, {})
-        records: list[Record] = []
-        topics = []
-        for t in request.get("topics") or []:
-            name = t["name"]
-            parts = []
-            subscribed = group.is_subscribed_to_topic(name)
-            for p in t["partitions"]:
-                index = p["partition_index"]
-                if subscribed:
-                    parts.append({"partition_index": index, "error_code": ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC})
-                    continue
-                if index in group_offsets.get(name, {}):
-                    records.append((OffsetCommitKey(group_id, name, index), None))
-                parts.append({"partition_index": index, "error_code": ErrorCode.NONE})
-            topics.append({"name": name, "partitions": parts})
-        response = {"error_code": ErrorCode.NONE, "topics": topics}
-
-        def on_appended(error: Optional[ErrorCode]) -> Optional[dict]:
-            return None if error is None else {"error_code": error, "topics": []}
-
-        return CoordinatorResult(records, response, on_appended=on_appended)
-
-    # == transactional offsets ==================================================================
-
-    def txn_commit_offsets(self, request: dict, api_version: int) -> dict:
-        """TxnOffsetCommit: the offsets stay pending until the producer's transaction ends."""
-        return self._execute(self._txn_commit(request, api_version))
-
-    def _txn_commit(self, request: dict, api_version: int) -> CoordinatorResult:
-        group_id = request["group_id"]
-        generation = request.get("generation_id", -1)
-        member_id = request.get("member_id", "")
-        instance_id = request.get("group_instance_id")
-        topics = request.get("topics") or []
-
-        consumer = self.consumer_groups.get(group_id)
+        if consumer is not None:
+            # A KIP-848 group: the generation field carries the member epoch.
+            return self.validate_consumer_offset_commit(consumer, member_id, generation, transactional=True)
         try:
-            if consumer is not None:
-                # A KIP-848 group: the generation field carries the member epoch.
-                code = self.validate_consumer_offset_commit(consumer, member_id, generation, transactional=True)
-                if code is not None:
-                    raise GroupError(code)
-            else:
-                self._validate_txn_commit(group_id, generation, member_id, instance_id)
+            self._validate_txn_commit(group_id, generation, member_id, instance_id)
         except GroupError as exc:
-            return _empty(every_partition(topics, exc.code))
-
-        now = self._now()
-        records: list[Record] = []
-        response_topics = []
-        for t in topics:
-            parts = []
-            for p in t["partitions"]:
-                metadata = p.get("committed_metadata")
-                if metadata is not None and len(metadata) > self.config.offset_metadata_max_bytes:
-                    parts.append({"partition_index": p["partition_index"],
-                                  "error_code": ErrorCode.OFFSET_METADATA_TOO_LARGE})
-                    continue
-                parts.append({"partition_index": p["partition_index"], "error_code": ErrorCode.NONE})
-                records.append((OffsetCommitKey(group_id, t["name"], p["partition_index"]), OffsetCommitValue(
-                    offset=p["committed_offset"], leader_epoch=p.get("committed_leader_epoch", -1),
-                    metadata=metadata or "", commit_timestamp=now)))
-            response_topics.append({"name": t["name"], "partitions": parts})
-        response = {"topics": response_topics}
-
-        def on_appended(error: Optional[ErrorCode]) -> Optional[dict]:
-            if error is None:
-                return None
-            for t in response_topics:
-                for p in t["partitions"]:
-                    if p["error_code"] == ErrorCode.NONE:
-                        p["error_code"] = error
-            return response
-
-        return CoordinatorResult(records, response, on_appended=on_appended,
-                                 producer_id=request["producer_id"], producer_epoch=request["producer_epoch"])
+            return exc.code
+        return None
 
     def _validate_txn_commit(self, group_id: str, generation: int, member_id: str,
                              instance_id: Optional[str]) -> None:
@@ -585,38 +446,18 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
             if generation != group.generation_id:
                 raise GroupError(ErrorCode.ILLEGAL_GENERATION)
 
-    def has_pending_transaction(self, producer_id: int) -> bool:
-        return producer_id in self.pending_txn_offsets
+    def validate_offset_fetch(self, group_id: str, member_id: Optional[str], member_epoch: int) -> Optional[ErrorCode]:
+        consumer = self.consumer_groups.get(group_id)
+        return None if consumer is None else self.validate_consumer_offset_fetch(consumer, member_id, member_epoch)
 
-    def complete_transaction(self, producer_id: int, producer_epoch: int, commit: bool,
-                             coordinator_epoch: int = 0) -> None:
-        """Write the producer's COMMIT/ABORT marker to this partition and apply it (the transaction
-        coordinator calls this, as Kafka's WriteTxnMarkers does for __consumer_offsets partitions)."""
-        batch = build_control_batch(commit, producer_id, producer_epoch, coordinator_epoch, self._now())
-        set_partition_leader_epoch(batch, 0, 0)  # the leader's epoch, as every appended batch (Kafka 4.2)
-        self.log.append(batch)
-        self.replay_end_transaction(producer_id, commit)
-
-    def replay_end_transaction(self, producer_id: int, commit: bool) -> None:
-        pending = self.pending_txn_offsets.pop(producer_id, None)
-        if not pending or not commit:
-            return
-        for group_id, topics in pending.items():
-            if group_id not in self.groups:
-                self._create_group(group_id)
-            for topic, partitions in topics.items():
-                for index, om in partitions.items():
-                    current = self.offsets.get(group_id, {}).get(topic, {}).get(index)
-                    # A plain commit written after the transactional one wins.
-                    if current is None or current.record_offset < om.record_offset:
-                        self.offsets.setdefault(group_id, {}).setdefault(topic, {})[index] = om
-
-    def _has_pending_offset(self, group_id: str, topic: str, partition: int) -> bool:
-        return any(partition in by_group.get(group_id, {}).get(topic, {})
-                   for by_group in self.pending_txn_offsets.values())
-
-    def _has_open_transaction(self, group_id: str) -> bool:
-        return any(group_id in by_group for by_group in self.pending_txn_offsets.values())
+    def validate_offset_delete(self, group_id: str):
+        group = self.groups.get(group_id)
+        if group is None or group.is_in_state(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, None
+        if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE,
+                           GroupState.COMPLETING_REBALANCE) and not group.uses_consumer_protocol():
+            return ErrorCode.NON_EMPTY_GROUP, None
+        return None, group
 
     # == admin: describe, list, delete ===========================================================
 
@@ -669,9 +510,7 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
         if consumer is not None:
             if consumer.members:
                 return _empty(ErrorCode.NON_EMPTY_GROUP)
-            records: list[Record] = [(OffsetCommitKey(group_id, topic, index), None)
-                                     for topic, partitions in self.offsets.get(group_id, {}).items()
-                                     for index in partitions]
+            records: list[Record] = self.offsets.tombstones(group_id)
             records.extend(self.consumer_group_records_for_delete(group_id))
             return CoordinatorResult(records, ErrorCode.NONE, on_appended=lambda error: error)
         group = self.groups.get(group_id)
@@ -679,9 +518,7 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
             return _empty(ErrorCode.GROUP_ID_NOT_FOUND)
         if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE):
             return _empty(ErrorCode.NON_EMPTY_GROUP)
-        records: list[Record] = [(OffsetCommitKey(group_id, topic, index), None)
-                                 for topic, partitions in self.offsets.get(group_id, {}).items()
-                                 for index in partitions]
+        records: list[Record] = self.offsets.tombstones(group_id)
         records.append((GroupMetadataKey(group_id), None))
         return CoordinatorResult(records, ErrorCode.NONE, on_appended=lambda error: error)
 
@@ -694,42 +531,17 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
     def _cleanup_group_metadata(self) -> CoordinatorResult:
         records: list[Record] = []
         for group_id in list(self.groups):
-            if self._cleanup_expired_offsets(group_id, records):
-                group = self.groups[group_id]
+            group = self.groups[group_id]
+            if self.offsets.expire(group_id, group, records):
                 # Kafka deletes any Empty group here; we spare one with members between the two steps of
                 # a KIP-394 join, which would otherwise get UNKNOWN_MEMBER_ID on its second JoinGroup.
                 if group.is_in_state(GroupState.EMPTY) and not group.pending_join_members:
                     records.append((GroupMetadataKey(group_id), None))
         for group_id, consumer in list(self.consumer_groups.items()):
             # As Kafka: an empty consumer group whose offsets have all expired is deleted.
-            if self._cleanup_expired_offsets(group_id, records) and not consumer.members:
+            if self.offsets.expire(group_id, consumer, records) and not consumer.members:
                 records.extend(self.consumer_group_records_for_delete(group_id))
         return CoordinatorResult(records)
-
-    def _cleanup_expired_offsets(self, group_id: str, records: list[Record]) -> bool:
-        """Append tombstones for expired offsets; True when the group has no offsets left."""
-        group_offsets = self.offsets.get(group_id)
-        if not group_offsets:
-            return not self._has_open_transaction(group_id)
-        group = self.groups.get(group_id) or self.consumer_groups[group_id]
-        base = group.offset_expiration_base()
-        if base is None:
-            return False
-        now = self._now()
-        retention = self.config.offsets_retention_ms
-        all_expired = True
-        for topic, partitions in group_offsets.items():
-            if group.is_subscribed_to_topic(topic):
-                all_expired = False
-                continue
-            for index, om in partitions.items():
-                expired = (now >= om.expire_timestamp if om.expire_timestamp >= 0
-                           else now - base(om) >= retention)
-                if expired and not self._has_pending_offset(group_id, topic, index):
-                    records.append((OffsetCommitKey(group_id, topic, index), None))
-                else:
-                    all_expired = False
-        return all_expired and not self._has_open_transaction(group_id)
 
     # == records =================================================================================
 
@@ -749,14 +561,6 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
             current_state_timestamp=-1 if group.current_state_timestamp is None else group.current_state_timestamp,
             members=members)
         return (GroupMetadataKey(group.group_id), value)
-
-
-def _offset_partition(index: int, om: Optional[OffsetAndMetadata]) -> dict:
-    if om is None:
-        return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
-                "metadata": "", "error_code": ErrorCode.NONE}
-    return {"partition_index": index, "committed_offset": om.committed_offset,
-            "committed_leader_epoch": om.leader_epoch, "metadata": om.metadata, "error_code": ErrorCode.NONE}
 
 
 __all__ = ["CoordinatorShard", "CoordinatorResult", "GroupConfig", "MemoryOffsetsLog", "OffsetsLog",

@@ -411,11 +411,11 @@ def test_retention_expires_offsets_and_deletes_the_empty_group():
     cg.timer.clock.set(cg.timer.clock.now_ms() + retention + 1)
     cg.shard.cleanup_group_metadata()
     # While a member subscribes to t1 its offset stays; the unsubscribed topic's offset expires.
-    assert set(cg.shard.offsets["g"]) == {"t1"}
+    assert set(cg.shard.offsets.committed["g"]) == {"t1"}
     cg.hb("a", -1)
     cg.shard.cleanup_group_metadata()
     # Nobody subscribes any more: the offset expires and the empty group goes with it.
-    assert "g" not in cg.shard.offsets and "g" not in cg.shard.consumer_groups
+    assert "g" not in cg.shard.offsets.committed and "g" not in cg.shard.consumer_groups
     assert "g" not in cg.restart().shard.consumer_groups
 
 
