@@ -42,10 +42,8 @@ from minikafka.protocol.records import (
     set_partition_leader_epoch,
 )
 
-from .classic import ClassicGroup, GroupError
-from .classic_rebalance import ClassicRebalanceMixin, _hb_key, _join_key, _sync_key
+from .classic_manager import ClassicGroupManager
 from .consumer import ConsumerConfig, ConsumerGroupsMixin
-from .member import Member
 from .migration import MigrationMixin
 from .offsets import OffsetAndMetadata, OffsetManager
 from .records import (
@@ -64,7 +62,6 @@ from .records import (
 )
 from .result import CoordinatorResult, Record, join_error, sync_error
 from .result import empty as _empty
-from .state import GroupState
 from ..clock import Clock, Timer
 
 log = logging.getLogger("minikafka.group")
@@ -152,7 +149,7 @@ def _append_error(exc: BaseException) -> ErrorCode:
     return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
-class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixin):
+class CoordinatorShard(ConsumerGroupsMixin, MigrationMixin):
     """The runtime (append, replay, load), offsets, transactional offsets, admin and retention here; classic
     membership and rebalances in ``classic_rebalance.ClassicRebalanceMixin``; KIP-848 consumer groups in
     ``consumer.ConsumerGroupsMixin``; classic members inside consumer groups and conversions between the
@@ -165,7 +162,7 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
         self.timer = timer
         self.clock = clock
         self.config = config or GroupConfig()
-        self.groups: dict[str, ClassicGroup] = {}
+        self.classic = ClassicGroupManager(self, self.config)
         self.offsets = OffsetManager(self, self.config, self)
         self.consumer_groups = {}
         self.consumer_config = consumer_config or ConsumerConfig()
@@ -214,7 +211,7 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
         if isinstance(key, OffsetCommitKey):
             self.offsets.replay(offset, producer_id, key, value)
         elif isinstance(key, GroupMetadataKey):
-            self._replay_group(key, value)
+            self.classic.replay(key, value)
         elif isinstance(key, ConsumerGroupKey):
             self.replay_consumer(key, value)
 
@@ -255,9 +252,7 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
             self.replay(offset, header.producer_id, key, value)
 
     def _on_loaded(self) -> None:
-        for group in self.groups.values():
-            for member in group.all_members():
-                self._reschedule_heartbeat(group, member)
+        self.classic.on_loaded()
         self._rearm_consumer_timers()
         self.loaded = True
         self._schedule_cleanup()
@@ -266,61 +261,26 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
         """Stop serving: answer parked requests with NOT_COORDINATOR and cancel every timer."""
         self.loaded = False
         self.timer.cancel(("cleanup", self.partition))
-        for group in self.groups.values():
-            for member in group.all_members():
-                group.complete_join(member, join_error(ErrorCode.NOT_COORDINATOR, member.member_id))
-                group.complete_sync(member, sync_error(ErrorCode.NOT_COORDINATOR))
-                self.timer.cancel(_hb_key(group.group_id, member.member_id))
-            for member_id in group.pending_join_members:
-                self.timer.cancel(_hb_key(group.group_id, member_id))
-            self.timer.cancel(_join_key(group.group_id))
-            self.timer.cancel(_sync_key(group.group_id))
+        self.classic.unload()
         self._cancel_consumer_timers()
 
-    def _replay_group(self, key: GroupMetadataKey, value: Optional[GroupMetadataValue]) -> None:
-        group_id = key.group
-        if value is None:
-            self._remove_group(group_id)
-            return
-        previous = self.groups.get(group_id)
-        if previous is not None:
-            self._cancel_group_timers(previous)
-        group = ClassicGroup(
-            group_id, self._now,
-            state=GroupState.STABLE if value.members else GroupState.EMPTY,
-            generation_id=value.generation,
-            protocol_type=value.protocol_type or None,
-            protocol_name=value.protocol,
-            leader_id=value.leader,
-            current_state_timestamp=None if value.current_state_timestamp == -1 else value.current_state_timestamp,
-        )
-        for m in value.members:
-            group.add(Member(
-                member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
-                client_host=m.client_host,
-                rebalance_timeout_ms=m.session_timeout if m.rebalance_timeout == -1 else m.rebalance_timeout,
-                session_timeout_ms=m.session_timeout, protocol_type=value.protocol_type,
-                protocols=[(value.protocol, m.subscription)], assignment=m.assignment))
-        # add() makes the first member leader when none is set; the record's leader wins.
-        group.leader_id = value.leader if value.members else None
-        group.subscribed_topics = group.compute_subscribed_topics()
-        self.groups[group_id] = group
+    # == transitional: what the consumer and migration mixins still ask of the shard ===========
 
-    def _create_group(self, group_id: str) -> ClassicGroup:
-        group = ClassicGroup(group_id, self._now)
-        self.groups[group_id] = group
-        return group
+    @property
+    def groups(self):
+        return self.classic.groups
 
     def _remove_group(self, group_id: str) -> None:
-        group = self.groups.pop(group_id, None)
-        if group is not None:
-            self._cancel_group_timers(group)
+        self.classic.remove_group(group_id)
 
-    def _cancel_group_timers(self, group: ClassicGroup) -> None:
-        self.timer.cancel(_join_key(group.group_id))
-        self.timer.cancel(_sync_key(group.group_id))
-        for member_id in list(group.members) + list(group.pending_join_members):
-            self.timer.cancel(_hb_key(group.group_id, member_id))
+    def _group_metadata_record(self, group, assignment):
+        return self.classic.group_metadata_record(group, assignment)
+
+    def _reschedule_heartbeat(self, group, member) -> None:
+        self.classic._reschedule_heartbeat(group, member)
+
+    def _prepare_rebalance(self, group):
+        return self.classic.prepare_rebalance(group)
 
     # == timers ==================================================================================
 
@@ -365,134 +325,48 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
         self.offsets.replay_end_transaction(producer_id, commit)
 
     def offset_owner(self, group_id: str):
-        return self
+        return self if group_id in self.consumer_groups else self.classic
 
     def ensure_group(self, group_id: str) -> None:
-        if group_id not in self.groups and group_id not in self.consumer_groups:
+        if self.group_type(group_id) is None:
             # Offsets committed without group membership: a "simple" group, Empty, no protocol type.
-            self._create_group(group_id)
+            self.classic.create_group(group_id)
 
     def ensure_classic_group(self, group_id: str) -> None:
-        if group_id not in self.groups:
-            self._create_group(group_id)
+        if self.classic.group(group_id) is None:
+            self.classic.create_group(group_id)
 
     def validate_offset_commit(self, group_id: str, member_id: str, instance_id: Optional[str],
                                generation: int, api_version: int) -> Optional[ErrorCode]:
-        consumer = self.consumer_groups.get(group_id)
-        if consumer is not None:
-            code = self.validate_consumer_offset_commit(consumer, member_id, generation, api_version=api_version)
-            if code is not None:
-                return code
-            if member_id in consumer.members:
-                self._schedule_session(group_id, member_id)  # a commit keeps the session alive, as in Kafka
-            return None
-        group = self.groups.get(group_id)
-        try:
-            if group is None:
-                if generation >= 0:
-                    # v9 says what happened; older versions keep their historical answer.
-                    raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9
-                                     else ErrorCode.ILLEGAL_GENERATION)
-                group = self._create_group(group_id)
-            self._validate_offset_commit(group, member_id, instance_id, generation)
-        except GroupError as exc:
-            return exc.code
-        if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE) and group.has_member(member_id):
-            # A classic member's commits keep its session alive.
-            self._reschedule_heartbeat(group, group.member(member_id))
+        consumer = self.consumer_groups[group_id]
+        code = self.validate_consumer_offset_commit(consumer, member_id, generation, api_version=api_version)
+        if code is not None:
+            return code
+        if member_id in consumer.members:
+            self._schedule_session(group_id, member_id)  # a commit keeps the session alive, as in Kafka
         return None
-
-    def _validate_offset_commit(self, group: ClassicGroup, member_id: str, instance_id: Optional[str],
-                                generation: int) -> None:
-        if group.is_in_state(GroupState.DEAD):
-            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if generation < 0 and group.is_in_state(GroupState.EMPTY):
-            return  # admin tools and standalone consumers commit into an Empty group
-        if generation >= 0 or member_id != "" or instance_id is not None:
-            group.validate_member(member_id, instance_id)
-            if generation != group.generation_id:
-                raise GroupError(ErrorCode.ILLEGAL_GENERATION)
-        else:
-            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
-        if group.is_in_state(GroupState.COMPLETING_REBALANCE):
-            # The member knows the new generation from its JoinGroup response but has no assignment yet.
-            raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
 
     def validate_txn_offset_commit(self, group_id: str, member_id: str, instance_id: Optional[str],
                                    generation: int) -> Optional[ErrorCode]:
-        consumer = self.consumer_groups.get(group_id)
-        if consumer is not None:
-            # A KIP-848 group: the generation field carries the member epoch.
-            return self.validate_consumer_offset_commit(consumer, member_id, generation, transactional=True)
-        try:
-            self._validate_txn_commit(group_id, generation, member_id, instance_id)
-        except GroupError as exc:
-            return exc.code
-        return None
-
-    def _validate_txn_commit(self, group_id: str, generation: int, member_id: str,
-                             instance_id: Optional[str]) -> None:
-        group = self.groups.get(group_id)
-        if group is None:
-            if generation >= 0:
-                raise GroupError(ErrorCode.ILLEGAL_GENERATION)
-            group = self._create_group(group_id)
-        if group.is_in_state(GroupState.DEAD):
-            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if not (generation < 0 and group.is_in_state(GroupState.EMPTY)) \
-                and (generation >= 0 or member_id != "" or instance_id is not None):
-            # Older TxnOffsetCommit versions carry no member: those are accepted in any state.
-            group.validate_member(member_id, instance_id)
-            if generation != group.generation_id:
-                raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+        # A KIP-848 group: the generation field carries the member epoch.
+        return self.validate_consumer_offset_commit(self.consumer_groups[group_id], member_id, generation,
+                                                    transactional=True)
 
     def validate_offset_fetch(self, group_id: str, member_id: Optional[str], member_epoch: int) -> Optional[ErrorCode]:
-        consumer = self.consumer_groups.get(group_id)
-        return None if consumer is None else self.validate_consumer_offset_fetch(consumer, member_id, member_epoch)
+        return self.validate_consumer_offset_fetch(self.consumer_groups[group_id], member_id, member_epoch)
 
     def validate_offset_delete(self, group_id: str):
-        group = self.groups.get(group_id)
-        if group is None or group.is_in_state(GroupState.DEAD):
-            return ErrorCode.GROUP_ID_NOT_FOUND, None
-        if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE,
-                           GroupState.COMPLETING_REBALANCE) and not group.uses_consumer_protocol():
-            return ErrorCode.NON_EMPTY_GROUP, None
-        return None, group
+        return ErrorCode.GROUP_ID_NOT_FOUND, None
 
     # == admin: describe, list, delete ===========================================================
 
     def describe_group(self, group_id: str) -> dict:
-        group = self.groups.get(group_id)
-        if group is None:
-            return {"error_code": ErrorCode.NONE, "group_id": group_id, "group_state": str(GroupState.DEAD),
-                    "protocol_type": "", "protocol_data": "", "members": []}
-        stable = group.is_in_state(GroupState.STABLE)
-        members = []
-        for m in group.all_members():
-            members.append({
-                "member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                "client_id": m.client_id, "client_host": m.client_host,
-                # Metadata only once the generation is settled; the (last) assignment always, as
-                # Kafka 4.2 describes members of a group that is rebalancing.
-                "member_metadata": m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
-                "member_assignment": m.assignment,
-            })
-        return {"error_code": ErrorCode.NONE, "group_id": group_id, "group_state": str(group.state),
-                "protocol_type": group.protocol_type or "",
-                "protocol_data": (group.protocol_name or "") if stable else "",
-                "members": members}
+        return self.classic.describe_group(group_id)
 
     def list_groups(self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()) -> list[dict]:
         states = {s.lower() for s in states_filter}
         types = {t.lower() for t in types_filter}
-        out = []
-        for group in self.groups.values():
-            if states and str(group.state).lower() not in states:
-                continue
-            if types and "classic" not in types:
-                continue
-            out.append({"group_id": group.group_id, "protocol_type": group.protocol_type or "",
-                        "group_state": str(group.state), "group_type": "classic"})
+        out = self.classic.list_groups(states, types)
         for consumer in self.consumer_groups.values():
             if states and str(consumer.state).lower() not in states:
                 continue
@@ -513,13 +387,10 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
             records: list[Record] = self.offsets.tombstones(group_id)
             records.extend(self.consumer_group_records_for_delete(group_id))
             return CoordinatorResult(records, ErrorCode.NONE, on_appended=lambda error: error)
-        group = self.groups.get(group_id)
-        if group is None or group.is_in_state(GroupState.DEAD):
-            return _empty(ErrorCode.GROUP_ID_NOT_FOUND)
-        if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE):
-            return _empty(ErrorCode.NON_EMPTY_GROUP)
-        records: list[Record] = self.offsets.tombstones(group_id)
-        records.append((GroupMetadataKey(group_id), None))
+        error = self.classic.validate_delete_group(group_id)
+        if error is not None:
+            return _empty(error)
+        records = self.offsets.tombstones(group_id) + self.classic.group_tombstones(group_id)
         return CoordinatorResult(records, ErrorCode.NONE, on_appended=lambda error: error)
 
     # == retention ===============================================================================
@@ -530,37 +401,62 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
 
     def _cleanup_group_metadata(self) -> CoordinatorResult:
         records: list[Record] = []
-        for group_id in list(self.groups):
-            group = self.groups[group_id]
-            if self.offsets.expire(group_id, group, records):
-                # Kafka deletes any Empty group here; we spare one with members between the two steps of
-                # a KIP-394 join, which would otherwise get UNKNOWN_MEMBER_ID on its second JoinGroup.
-                if group.is_in_state(GroupState.EMPTY) and not group.pending_join_members:
-                    records.append((GroupMetadataKey(group_id), None))
+        for group_id, group in self.classic.retention_candidates():
+            if self.offsets.expire(group_id, group, records) and self.classic.deletable_without_offsets(group):
+                records.extend(self.classic.group_tombstones(group_id))
         for group_id, consumer in list(self.consumer_groups.items()):
             # As Kafka: an empty consumer group whose offsets have all expired is deleted.
             if self.offsets.expire(group_id, consumer, records) and not consumer.members:
                 records.extend(self.consumer_group_records_for_delete(group_id))
         return CoordinatorResult(records)
 
-    # == records =================================================================================
+    # == classic-protocol requests (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) ==================
 
-    def _group_metadata_record(self, group: ClassicGroup, assignment: dict[str, bytes]) -> Record:
-        members = []
-        for m in group.all_members():
-            if group.protocol_name is None:
-                raise AssertionError("non-empty group metadata needs a protocol")
-            members.append(MemberMetadata(
-                member_id=m.member_id, client_id=m.client_id, client_host=m.client_host,
-                rebalance_timeout=m.rebalance_timeout_ms, session_timeout=m.session_timeout_ms,
-                subscription=m.metadata(group.protocol_name), assignment=assignment[m.member_id],
-                group_instance_id=m.group_instance_id))
-        value = GroupMetadataValue(
-            protocol_type=group.protocol_type or "", generation=group.generation_id,
-            protocol=group.protocol_name, leader=group.leader_id,
-            current_state_timestamp=-1 if group.current_state_timestamp is None else group.current_state_timestamp,
-            members=members)
-        return (GroupMetadataKey(group.group_id), value)
+    def join_group(self, request: dict, *, api_version: int, client_id: str, client_host: str,
+                   respond) -> None:
+        consumer = self.consumer_groups.get(request["group_id"])
+        if consumer is not None:
+            if consumer.members:
+                # Online migration: classic members live in a non-empty consumer group (``migration``).
+                session_timeout = request["session_timeout_ms"]
+                if not (self.config.min_session_timeout_ms <= session_timeout <= self.config.max_session_timeout_ms):
+                    respond(join_error(ErrorCode.INVALID_SESSION_TIMEOUT, request["member_id"]))
+                    return
+                self._execute(self._classic_join_to_consumer_group(consumer, request, api_version, client_id or "",
+                                                                   client_host, respond))
+                return
+            # An empty consumer group becomes a classic group whatever the migration policy (its offsets stay).
+            log.info("group %s: empty consumer group converted to a classic group", request["group_id"])
+            self._execute(CoordinatorResult(self.consumer_group_records_for_delete(request["group_id"])))
+        self.execute(self.classic.join(request, api_version, client_id or "", client_host, respond))
+
+    def sync_group(self, request: dict, respond) -> None:
+        consumer = self.consumer_groups.get(request["group_id"])
+        if consumer is not None:
+            self.execute(self._classic_sync_to_consumer_group(consumer, request, respond))
+            return
+        self.execute(self.classic.sync(request, respond))
+
+    def heartbeat(self, request: dict) -> dict:
+        consumer = self.consumer_groups.get(request["group_id"])
+        if consumer is not None:
+            return self.execute(self._classic_heartbeat_to_consumer_group(consumer, request))
+        return self.execute(self.classic.heartbeat(request))
+
+    def leave_group(self, group_id: str, members: list[dict]) -> dict:
+        """``members``: [{member_id, group_instance_id}]; the response has one entry per member."""
+        consumer = self.consumer_groups.get(group_id)
+        if consumer is not None:
+            return self.execute(self._classic_leave_to_consumer_group(consumer, members))
+        return self.execute(self.classic.leave(group_id, members))
+
+    # == test control (broker/control.py) ========================================================
+
+    def expire_member_now(self, group_id: str, member_id: str | None = None) -> list[str]:
+        return self.classic.expire_member_now(group_id, member_id)
+
+    def force_rebalance(self, group_id: str) -> bool:
+        return self.classic.force_rebalance(group_id)
 
 
 __all__ = ["CoordinatorShard", "CoordinatorResult", "GroupConfig", "MemoryOffsetsLog", "OffsetsLog",

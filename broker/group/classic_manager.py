@@ -1,65 +1,275 @@
-"""Classic groups' membership and rebalance protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup.
+"""Classic groups: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups, their records and timers.
 
-The classic half of ``CoordinatorShard`` (mixed in), following Kafka's ``GroupMetadataManager`` for the
-classic protocol; method names echo Kafka's so the two can be compared.  A member joins (JoinGroup, parked
+``ClassicGroupManager`` is the shard's manager of the "classic" group type (see shard.py for what a
+group-type manager provides), following Kafka's ``GroupMetadataManager`` for the classic protocol;
+method names echo Kafka's so the two can be compared.  A member joins (JoinGroup, parked
 until the join phase completes), the elected leader computes the assignment and sends it in its SyncGroup,
 every member gets its part, and heartbeats tell members when a new rebalance needs them to rejoin.
 Timers: the join phase (rebalance timeout, or the initial rebalance delay from Empty), each member's
 session, and the sync phase.  Group metadata records are written with ``replay=False`` (the live group
 already is what they describe); the shard's ``replay`` reads them only when loading.
 
-A classic request for a group that is currently a KIP-848 consumer group goes to ``migration`` instead
-(the shard's entry points decide).
+A classic request for a group id that a KIP-848 consumer group holds never reaches this manager: the
+shard routes it to ``migration``.  The manager also answers for offsets of classic groups
+(``offsets.OffsetOwner``) and holds the "simple" groups of offsets committed without membership.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterable, Optional
 
 from minikafka.protocol.errors import ErrorCode
 
 from .classic import ClassicGroup, GroupError
 from .member import EMPTY_ASSIGNMENT, Member, Respond
-from .result import CoordinatorResult, join_error, sync_error
+from .records import GroupMetadataKey, GroupMetadataValue, MemberMetadata, decode_group_metadata_value
+from .result import CoordinatorResult, Record, Runtime, join_error, sync_error
 from .result import empty as _empty
 from .state import GroupState
 
 log = logging.getLogger("minikafka.group")
 
 
-class ClassicRebalanceMixin:
-    """Needs the shard's ``groups``, ``config``, ``timer``, ``_now``, ``_execute``, ``_schedule``,
-    ``_create_group`` and ``_group_metadata_record``."""
+class ClassicGroupManager:
+    group_type = "classic"
+    record_keys = (GroupMetadataKey,)
+
+    def __init__(self, runtime: Runtime, config) -> None:
+        self.runtime = runtime
+        self.timer = runtime.timer
+        self.config = config  # GroupConfig
+        self.groups: dict[str, ClassicGroup] = {}
+
+    # == the group-type manager protocol (shard.py) ==============================================
+
+    def group(self, group_id: str) -> Optional[ClassicGroup]:
+        return self.groups.get(group_id)
+
+    def decode_value(self, key: GroupMetadataKey, raw) -> Optional[GroupMetadataValue]:
+        return decode_group_metadata_value(raw)
+
+    def replay(self, key: GroupMetadataKey, value: Optional[GroupMetadataValue]) -> None:
+        """Only when loading: live group metadata records are written with ``replay=False``."""
+        group_id = key.group
+        if value is None:
+            self.remove_group(group_id)
+            return
+        previous = self.groups.get(group_id)
+        if previous is not None:
+            self._cancel_group_timers(previous)
+        group = ClassicGroup(
+            group_id, self.runtime.now,
+            state=GroupState.STABLE if value.members else GroupState.EMPTY,
+            generation_id=value.generation,
+            protocol_type=value.protocol_type or None,
+            protocol_name=value.protocol,
+            leader_id=value.leader,
+            current_state_timestamp=None if value.current_state_timestamp == -1 else value.current_state_timestamp,
+        )
+        for m in value.members:
+            group.add(Member(
+                member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout_ms=m.session_timeout if m.rebalance_timeout == -1 else m.rebalance_timeout,
+                session_timeout_ms=m.session_timeout, protocol_type=value.protocol_type,
+                protocols=[(value.protocol, m.subscription)], assignment=m.assignment))
+        # add() makes the first member leader when none is set; the record's leader wins.
+        group.leader_id = value.leader if value.members else None
+        group.subscribed_topics = group.compute_subscribed_topics()
+        self.groups[group_id] = group
+
+    def on_loaded(self) -> None:
+        for group in self.groups.values():
+            for member in group.all_members():
+                self._reschedule_heartbeat(group, member)
+
+    def unload(self) -> None:
+        """Answer parked requests with NOT_COORDINATOR and cancel every timer."""
+        for group in self.groups.values():
+            for member in group.all_members():
+                group.complete_join(member, join_error(ErrorCode.NOT_COORDINATOR, member.member_id))
+                group.complete_sync(member, sync_error(ErrorCode.NOT_COORDINATOR))
+                self.timer.cancel(_hb_key(group.group_id, member.member_id))
+            for member_id in group.pending_join_members:
+                self.timer.cancel(_hb_key(group.group_id, member_id))
+            self.timer.cancel(_join_key(group.group_id))
+            self.timer.cancel(_sync_key(group.group_id))
+
+    def list_groups(self, states: set[str], types: set[str]) -> list[dict]:
+        out = []
+        for group in self.groups.values():
+            if states and str(group.state).lower() not in states:
+                continue
+            if types and "classic" not in types:
+                continue
+            out.append({"group_id": group.group_id, "protocol_type": group.protocol_type or "",
+                        "group_state": str(group.state), "group_type": "classic"})
+        return out
+
+    def validate_delete_group(self, group_id: str) -> Optional[ErrorCode]:
+        group = self.groups.get(group_id)
+        if group is None or group.is_in_state(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE):
+            return ErrorCode.NON_EMPTY_GROUP
+        return None
+
+    def group_tombstones(self, group_id: str) -> list[Record]:
+        return [(GroupMetadataKey(group_id), None)]
+
+    def retention_candidates(self) -> Iterable[tuple[str, ClassicGroup]]:
+        return list(self.groups.items())
+
+    def deletable_without_offsets(self, group: ClassicGroup) -> bool:
+        # Kafka deletes any Empty group here; we spare one with members between the two steps of
+        # a KIP-394 join, which would otherwise get UNKNOWN_MEMBER_ID on its second JoinGroup.
+        return group.is_in_state(GroupState.EMPTY) and not group.pending_join_members
+
+    # == groups and their records ================================================================
+
+    def create_group(self, group_id: str) -> ClassicGroup:
+        group = ClassicGroup(group_id, self.runtime.now)
+        self.groups[group_id] = group
+        return group
+
+    def remove_group(self, group_id: str) -> None:
+        group = self.groups.pop(group_id, None)
+        if group is not None:
+            self._cancel_group_timers(group)
+
+    def install(self, group: ClassicGroup) -> None:
+        """Take over a group built elsewhere (a consumer group converted back, ``migration``)."""
+        self.groups[group.group_id] = group
+        for member in group.all_members():
+            self._reschedule_heartbeat(group, member)
+
+    def _cancel_group_timers(self, group: ClassicGroup) -> None:
+        self.timer.cancel(_join_key(group.group_id))
+        self.timer.cancel(_sync_key(group.group_id))
+        for member_id in list(group.members) + list(group.pending_join_members):
+            self.timer.cancel(_hb_key(group.group_id, member_id))
+
+    def group_metadata_record(self, group: ClassicGroup, assignment: dict[str, bytes]) -> Record:
+        members = []
+        for m in group.all_members():
+            if group.protocol_name is None:
+                raise AssertionError("non-empty group metadata needs a protocol")
+            members.append(MemberMetadata(
+                member_id=m.member_id, client_id=m.client_id, client_host=m.client_host,
+                rebalance_timeout=m.rebalance_timeout_ms, session_timeout=m.session_timeout_ms,
+                subscription=m.metadata(group.protocol_name), assignment=assignment[m.member_id],
+                group_instance_id=m.group_instance_id))
+        value = GroupMetadataValue(
+            protocol_type=group.protocol_type or "", generation=group.generation_id,
+            protocol=group.protocol_name, leader=group.leader_id,
+            current_state_timestamp=-1 if group.current_state_timestamp is None else group.current_state_timestamp,
+            members=members)
+        return (GroupMetadataKey(group.group_id), value)
+
+    # == DescribeGroups ==========================================================================
+
+    def describe_group(self, group_id: str) -> dict:
+        group = self.groups.get(group_id)
+        if group is None:
+            return {"error_code": ErrorCode.NONE, "group_id": group_id, "group_state": str(GroupState.DEAD),
+                    "protocol_type": "", "protocol_data": "", "members": []}
+        stable = group.is_in_state(GroupState.STABLE)
+        members = []
+        for m in group.all_members():
+            members.append({
+                "member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id, "client_host": m.client_host,
+                # Metadata only once the generation is settled; the (last) assignment always, as
+                # Kafka 4.2 describes members of a group that is rebalancing.
+                "member_metadata": m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
+                "member_assignment": m.assignment,
+            })
+        return {"error_code": ErrorCode.NONE, "group_id": group_id, "group_state": str(group.state),
+                "protocol_type": group.protocol_type or "",
+                "protocol_data": (group.protocol_name or "") if stable else "",
+                "members": members}
+
+    # == offsets of classic groups (offsets.OffsetOwner) =========================================
+
+    def validate_offset_commit(self, group_id: str, member_id: str, instance_id: Optional[str],
+                               generation: int, api_version: int) -> Optional[ErrorCode]:
+        group = self.groups.get(group_id)
+        try:
+            if group is None:
+                if generation >= 0:
+                    # v9 says what happened; older versions keep their historical answer.
+                    raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9
+                                     else ErrorCode.ILLEGAL_GENERATION)
+                group = self.create_group(group_id)
+            self._validate_offset_commit(group, member_id, instance_id, generation)
+        except GroupError as exc:
+            return exc.code
+        if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE) and group.has_member(member_id):
+            # A classic member's commits keep its session alive.
+            self._reschedule_heartbeat(group, group.member(member_id))
+        return None
+
+    def _validate_offset_commit(self, group: ClassicGroup, member_id: str, instance_id: Optional[str],
+                                generation: int) -> None:
+        if group.is_in_state(GroupState.DEAD):
+            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if generation < 0 and group.is_in_state(GroupState.EMPTY):
+            return  # admin tools and standalone consumers commit into an Empty group
+        if generation >= 0 or member_id != "" or instance_id is not None:
+            group.validate_member(member_id, instance_id)
+            if generation != group.generation_id:
+                raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+        else:
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if group.is_in_state(GroupState.COMPLETING_REBALANCE):
+            # The member knows the new generation from its JoinGroup response but has no assignment yet.
+            raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
+
+    def validate_txn_offset_commit(self, group_id: str, member_id: str, instance_id: Optional[str],
+                                   generation: int) -> Optional[ErrorCode]:
+        try:
+            group = self.groups.get(group_id)
+            if group is None:
+                if generation >= 0:
+                    raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+                group = self.create_group(group_id)
+            if group.is_in_state(GroupState.DEAD):
+                raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            if not (generation < 0 and group.is_in_state(GroupState.EMPTY)) \
+                    and (generation >= 0 or member_id != "" or instance_id is not None):
+                # Older TxnOffsetCommit versions carry no member: those are accepted in any state.
+                group.validate_member(member_id, instance_id)
+                if generation != group.generation_id:
+                    raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+        except GroupError as exc:
+            return exc.code
+        return None
+
+    def validate_offset_fetch(self, group_id: str, member_id: Optional[str], member_epoch: int) -> Optional[ErrorCode]:
+        return None
+
+    def validate_offset_delete(self, group_id: str) -> tuple[Optional[ErrorCode], Optional[ClassicGroup]]:
+        group = self.groups.get(group_id)
+        if group is None or group.is_in_state(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, None
+        if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE,
+                           GroupState.COMPLETING_REBALANCE) and not group.uses_consumer_protocol():
+            return ErrorCode.NON_EMPTY_GROUP, None
+        return None, group
+
+    # == timers ==================================================================================
 
     def _reschedule_heartbeat(self, group: ClassicGroup, member: Member, timeout_ms: int | None = None) -> None:
         group_id, member_id = group.group_id, member.member_id
-        self._schedule(_hb_key(group_id, member_id),
+        self.runtime.schedule(_hb_key(group_id, member_id),
                        member.session_timeout_ms if timeout_ms is None else timeout_ms,
                        lambda: self._expire_heartbeat(group_id, member_id))
 
     # == JoinGroup ===============================================================================
 
-    def join_group(self, request: dict, *, api_version: int, client_id: str, client_host: str,
-                   respond: Respond) -> None:
-        consumer = self.consumer_groups.get(request["group_id"])
-        if consumer is not None:
-            if consumer.members:
-                # Online migration: classic members live in a non-empty consumer group (``migration``).
-                session_timeout = request["session_timeout_ms"]
-                if not (self.config.min_session_timeout_ms <= session_timeout <= self.config.max_session_timeout_ms):
-                    respond(join_error(ErrorCode.INVALID_SESSION_TIMEOUT, request["member_id"]))
-                    return
-                self._execute(self._classic_join_to_consumer_group(consumer, request, api_version, client_id or "",
-                                                                   client_host, respond))
-                return
-            # An empty consumer group becomes a classic group whatever the migration policy (its offsets stay).
-            log.info("group %s: empty consumer group converted to a classic group", request["group_id"])
-            self._execute(CoordinatorResult(self.consumer_group_records_for_delete(request["group_id"])))
-        self._execute(self._join(request, api_version, client_id or "", client_host, respond))
-
-    def _join(self, request: dict, api_version: int, client_id: str, client_host: str,
+    def join(self, request: dict, api_version: int, client_id: str, client_host: str,
               respond: Respond) -> CoordinatorResult:
         group_id = request["group_id"]
         member_id = request["member_id"]
@@ -73,7 +283,7 @@ class ClassicRebalanceMixin:
             if not is_unknown:
                 respond(join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
                 return _empty()
-            group = self._create_group(group_id)
+            group = self.create_group(group_id)
         if not self._accept_joining_member(group, member_id):
             group.remove(member_id)
             respond(join_error(ErrorCode.GROUP_MAX_SIZE_REACHED, ""))
@@ -114,7 +324,7 @@ class ClassicRebalanceMixin:
             # it is pending, and the session timeout alone bounds how long the group waits for it.
             group.add_pending_member(new_member_id)
             gid = group.group_id
-            self._schedule(_hb_key(gid, new_member_id), join.session_timeout_ms,
+            self.runtime.schedule(_hb_key(gid, new_member_id), join.session_timeout_ms,
                            lambda: self._expire_heartbeat(gid, new_member_id))
             respond(join_error(ErrorCode.MEMBER_ID_REQUIRED, new_member_id))
             return _empty()
@@ -231,23 +441,23 @@ class ClassicRebalanceMixin:
                         group.complete_join(new_member, self._join_response(
                             group, new_member_id, with_members=False, leader=current_leader or ""))
 
-                return CoordinatorResult([self._group_metadata_record(group, group.group_assignment())],
+                return CoordinatorResult([self.group_metadata_record(group, group.group_assignment())],
                                          replay=False, on_appended=on_appended)
             return self._maybe_prepare_rebalance_or_complete_join(group)
         if group.is_in_state(GroupState.COMPLETING_REBALANCE):
             # The leader may already be assigning to the old member id: rebalance so that the new id
             # gets an assignment.
-            return self._prepare_rebalance(group)
+            return self.prepare_rebalance(group)
         if group.state in (GroupState.EMPTY, GroupState.DEAD):
             raise AssertionError(f"static member replaced in group {group.group_id} in state {group.state}")
         return self._maybe_prepare_rebalance_or_complete_join(group)
 
     def _maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup) -> CoordinatorResult:
         if group.can_rebalance():
-            return self._prepare_rebalance(group)
+            return self.prepare_rebalance(group)
         return self._maybe_complete_join_phase(group)
 
-    def _prepare_rebalance(self, group: ClassicGroup) -> CoordinatorResult:
+    def prepare_rebalance(self, group: ClassicGroup) -> CoordinatorResult:
         if group.is_in_state(GroupState.COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_with_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
         self._remove_sync_expiration(group)
@@ -256,10 +466,10 @@ class ClassicRebalanceMixin:
             delay = self.config.initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
             gid = group.group_id
-            self._schedule(_join_key(gid), delay,
+            self.runtime.schedule(_join_key(gid), delay,
                            lambda: self._try_complete_initial_rebalance_else_schedule(gid, delay, remaining))
         group.transition_to(GroupState.PREPARING_REBALANCE)
-        group.rebalance_started_ms = self._now()
+        group.rebalance_started_ms = self.runtime.now()
         log.info("group %s: preparing to rebalance (generation %d, %d members)", group.group_id,
                  group.generation_id, group.num_members())
         return _empty() if initial else self._maybe_complete_join_else_schedule(group)
@@ -274,7 +484,7 @@ class ClassicRebalanceMixin:
             group.new_member_added = False
             new_delay = min(self.config.initial_rebalance_delay_ms, remaining_ms)
             new_remaining = max(remaining_ms - delay_ms, 0)
-            self._schedule(_join_key(group_id), new_delay,
+            self.runtime.schedule(_join_key(group_id), new_delay,
                            lambda: self._try_complete_initial_rebalance_else_schedule(
                                group_id, new_delay, new_remaining))
             return _empty()
@@ -284,7 +494,7 @@ class ClassicRebalanceMixin:
         if group.is_in_state(GroupState.PREPARING_REBALANCE) and group.has_all_members_joined():
             return self._complete_join(group)
         gid = group.group_id
-        self._schedule(_join_key(gid), group.rebalance_timeout_ms(), lambda: self._complete_join_by_id(gid))
+        self.runtime.schedule(_join_key(gid), group.rebalance_timeout_ms(), lambda: self._complete_join_by_id(gid))
         return _empty()
 
     def _maybe_complete_join_phase(self, group: ClassicGroup) -> CoordinatorResult:
@@ -314,16 +524,16 @@ class ClassicRebalanceMixin:
         if not group.maybe_elect_new_joined_leader() and group.members:
             # Only static members that have not rejoined remain: wait for them (or their sessions) again.
             gid = group.group_id
-            self._schedule(_join_key(gid), group.rebalance_timeout_ms(), lambda: self._complete_join_by_id(gid))
+            self.runtime.schedule(_join_key(gid), group.rebalance_timeout_ms(), lambda: self._complete_join_by_id(gid))
             return _empty()
         group.init_next_generation()
-        now = self._now()
+        now = self.runtime.now()
         group.join_completed_ms = now
         log.info("group %s: generation %d join phase done in %d ms with %d members (%s)", group.group_id,
                  group.generation_id, now - (group.rebalance_started_ms or now), group.num_members(),
                  group.protocol_name)
         if group.is_in_state(GroupState.EMPTY):
-            return CoordinatorResult([self._group_metadata_record(group, {})], replay=False)
+            return CoordinatorResult([self.group_metadata_record(group, {})], replay=False)
         for member in group.all_members():
             group.complete_join(member, self._join_response(
                 group, member.member_id, with_members=group.is_leader(member.member_id)))
@@ -379,11 +589,11 @@ class ClassicRebalanceMixin:
             if group.is_pending_member(mid):
                 group.remove(mid)
                 if group.is_in_state(GroupState.PREPARING_REBALANCE):
-                    self._execute(self._maybe_complete_join_phase(group))
+                    self.runtime.execute(self._maybe_complete_join_phase(group))
                 expired.append(mid)
             elif group.has_member(mid):
                 log.info("group %s: member %s session expired (forced)", group_id, mid)
-                self._execute(self._remove_member_and_update_group(group, group.member(mid)))
+                self.runtime.execute(self._remove_member_and_update_group(group, group.member(mid)))
                 expired.append(mid)
         return expired
 
@@ -393,18 +603,12 @@ class ClassicRebalanceMixin:
         if group is None or group.state not in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             return False
         log.info("group %s: rebalance forced", group_id)
-        self._execute(self._prepare_rebalance(group))
+        self.runtime.execute(self.prepare_rebalance(group))
         return True
 
     # == SyncGroup ===============================================================================
 
-    def sync_group(self, request: dict, respond: Respond) -> None:
-        self._execute(self._sync(request, respond))
-
-    def _sync(self, request: dict, respond: Respond) -> CoordinatorResult:
-        consumer = self.consumer_groups.get(request["group_id"])
-        if consumer is not None:
-            return self._classic_sync_to_consumer_group(consumer, request, respond)
+    def sync(self, request: dict, respond: Respond) -> CoordinatorResult:
         group = self.groups.get(request["group_id"])
         if group is None:
             respond(sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
@@ -442,17 +646,17 @@ class ClassicRebalanceMixin:
                 if group.is_in_state(GroupState.COMPLETING_REBALANCE) and generation == group.generation_id:
                     if error is not None:
                         self._reset_and_propagate_assignment_with_error(group, error)
-                        self._execute(self._maybe_prepare_rebalance_or_complete_join(group))
+                        self.runtime.execute(self._maybe_prepare_rebalance_or_complete_join(group))
                     else:
                         group.set_assignment(assignment)
                         self._propagate_assignment(group, ErrorCode.NONE)
                         group.transition_to(GroupState.STABLE)
-                        now = self._now()
+                        now = self.runtime.now()
                         log.info("group %s: generation %d stable; sync phase %d ms, rebalance %d ms",
                                  group.group_id, group.generation_id, now - (group.join_completed_ms or now),
                                  now - (group.rebalance_started_ms or now))
 
-            return CoordinatorResult([self._group_metadata_record(group, assignment)], replay=False,
+            return CoordinatorResult([self.group_metadata_record(group, assignment)], replay=False,
                                      on_appended=on_appended)
         # Stable: the assignment of the current generation.
         self._remove_pending_sync_member(group, member_id)
@@ -493,7 +697,7 @@ class ClassicRebalanceMixin:
 
     def _schedule_pending_sync(self, group: ClassicGroup) -> None:
         gid, generation = group.group_id, group.generation_id
-        self._schedule(_sync_key(gid), group.rebalance_timeout_ms(),
+        self.runtime.schedule(_sync_key(gid), group.rebalance_timeout_ms(),
                        lambda: self._expire_pending_sync(gid, generation))
 
     def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
@@ -517,18 +721,12 @@ class ClassicRebalanceMixin:
                 group.remove(member_id)
                 self.timer.cancel(_hb_key(group_id, member_id))
             log.info("group %s: removed %s, which did not send SyncGroup in time", group_id, late)
-            return self._prepare_rebalance(group)
+            return self.prepare_rebalance(group)
         return _empty()
 
     # == Heartbeat, LeaveGroup ===================================================================
 
-    def heartbeat(self, request: dict) -> dict:
-        return self._execute(self._heartbeat(request))
-
-    def _heartbeat(self, request: dict) -> CoordinatorResult:
-        consumer = self.consumer_groups.get(request["group_id"])
-        if consumer is not None:
-            return self._classic_heartbeat_to_consumer_group(consumer, request)
+    def heartbeat(self, request: dict) -> CoordinatorResult:
         group = self.groups.get(request["group_id"])
         if group is None:
             return _empty({"error_code": ErrorCode.UNKNOWN_MEMBER_ID})
@@ -549,14 +747,8 @@ class ClassicRebalanceMixin:
         # CompletingRebalance (a consumer may heartbeat between JoinGroup and SyncGroup) and Stable.
         return _empty({"error_code": ErrorCode.NONE})
 
-    def leave_group(self, group_id: str, members: list[dict]) -> dict:
+    def leave(self, group_id: str, members: list[dict]) -> CoordinatorResult:
         """``members``: [{member_id, group_instance_id}]; the response has one entry per member."""
-        return self._execute(self._leave(group_id, members))
-
-    def _leave(self, group_id: str, members: list[dict]) -> CoordinatorResult:
-        consumer = self.consumer_groups.get(group_id)
-        if consumer is not None:
-            return self._classic_leave_to_consumer_group(consumer, members)
         group = self.groups.get(group_id)
         if group is None:
             return _empty({"error_code": ErrorCode.NONE, "members": [
