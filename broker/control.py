@@ -77,7 +77,7 @@ def _shard(broker, group: str):
     if coordinator is None:
         raise NotFound(f"no group {group!r} (no group coordinator yet)")
     shard, _error = coordinator.check(group)
-    if shard is None or group not in shard.groups:
+    if shard is None or group not in shard.classic.groups:
         raise NotFound(f"no group {group!r}")
     return shard
 
@@ -87,9 +87,9 @@ def _describe_group(broker, group: str) -> dict | None:
     if coordinator is None:
         return None
     shard, _ = coordinator.check(group)
-    if shard is None or group not in shard.groups:
+    if shard is None or group not in shard.classic.groups:
         return None
-    g = shard.groups[group]
+    g = shard.classic.groups[group]
     return {"group": group, "state": g.state.value if hasattr(g.state, "value") else str(g.state),
             "generation": g.generation_id, "protocol": g.protocol_name, "leader": g.leader_id,
             "members": sorted(m.member_id for m in g.all_members())}
@@ -157,7 +157,7 @@ async def groups_expire(broker, params: dict) -> dict:
     group = _req(params, "group", str)
     member_id = _req(params, "member_id", str, default=None)
     shard = _shard(broker, group)
-    g = shard.groups[group]
+    g = shard.classic.groups[group]
     if member_id is not None and not (g.has_member(member_id) or g.is_pending_member(member_id)):
         raise NotFound(f"group {group!r} has no member {member_id!r}")
     expired = shard.expire_member_now(group, member_id)
@@ -169,7 +169,7 @@ async def groups_rebalance(broker, params: dict) -> dict:
     group = _req(params, "group", str)
     shard = _shard(broker, group)
     if not shard.force_rebalance(group):
-        raise ControlError(f"group {group!r} is {shard.groups[group].state.value}: only a Stable or "
+        raise ControlError(f"group {group!r} is {shard.classic.groups[group].state.value}: only a Stable or "
                            f"CompletingRebalance group can be made to rebalance")
     log.warning("control: forced a rebalance of group %s", group)
     return {"group": group, "rebalancing": True}

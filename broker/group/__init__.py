@@ -7,14 +7,18 @@ Layout (one concern per module):
 * ``classic``     - ClassicGroup: membership bookkeeping, protocol vote, leader election.
 * ``records``     - the key/value formats of ``__consumer_offsets`` records, declared as small spec tables.
 * ``partitioner`` - which ``__consumer_offsets`` partition (hence shard) owns a group.
-* ``shard``       - a coordinator shard: the sans-IO state machine over one ``__consumer_offsets`` partition
-                    (runtime and replay, offsets, transactional offsets, admin, retention).
-* ``result``      - CoordinatorResult (records + response) and the error-shaped join/sync responses.
-* ``classic_rebalance`` - classic groups' JoinGroup/SyncGroup/Heartbeat/LeaveGroup in the shard (mixed in).
-* ``consumer``    - KIP-848 consumer groups in the same shard (mixed in): heartbeat, epochs, target
-                    assignment, reconciliation, describe; replayed through the shard's one ``replay``.
-* ``migration``   - KIP-848 online migration (mixed in): classic <-> consumer group conversions and the
-                    classic members of a consumer group (JoinGroup/SyncGroup/Heartbeat/LeaveGroup).
+* ``result``      - CoordinatorResult (records + response), the ``Runtime`` protocol managers see the shard
+                    through, and the error-shaped join/sync responses.
+* ``shard``       - a coordinator shard over one ``__consumer_offsets`` partition: the runtime (append,
+                    replay, load, timers, retention), the group-id namespace, the routing to the managers
+                    below, and how a group type plugs in (its docstring).
+* ``offsets``     - OffsetManager: committed and transactional offsets (OffsetCommit/Fetch/Delete, TxnOffsetCommit).
+* ``classic_manager`` - ClassicGroupManager: classic groups' JoinGroup/SyncGroup/Heartbeat/LeaveGroup,
+                    DescribeGroups, records and timers.
+* ``consumer``    - KIP-848 consumer groups (ConsumerGroup, reconciliation) and ConsumerGroupManager:
+                    heartbeat, epochs, target assignment, describe.
+* ``migration``   - GroupMigration, KIP-848 online migration: classic <-> consumer group conversions and the
+                    classic members of a consumer group; the one part that calls both group managers.
 * ``embedded``    - the consumer protocol's Subscription/Assignment inside classic group payloads.
 * ``assignors``   - the server-side assignors of consumer groups (``uniform``, ``range``).
 * ``coordinator`` - routes group ids to shards and owns them.

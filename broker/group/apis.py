@@ -538,7 +538,7 @@ async def describe_groups(ctx, body: dict) -> dict:
             if ctx.api_version >= 6 and described["error_code"] == 0 and described["group_state"] == "Dead":
                 # KIP-1043: v6 names a missing group instead of describing it as Dead.
                 # Kafka 4.2 says why when the id is a KIP-848 consumer group.
-                modern = group_id in (getattr(shard, "consumer_groups", None) or {})
+                modern = shard.group_type(group_id) not in (None, "classic")
                 described.update(error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
                                  error_message=f"Group {group_id} is not a classic group." if modern
                                  else f"Group {group_id} not found.")
@@ -736,7 +736,7 @@ async def _load_in_background(coordinator: "GroupCoordinator") -> None:
         shard.load()
         await asyncio.sleep(0)  # let requests for already-loaded shards through between shards
     log.info("group coordinator loaded %d __consumer_offsets partitions (%d groups) in %.0f ms",
-             coordinator.num_partitions, sum(len(s.groups) for s in coordinator.shards),
+             coordinator.num_partitions, sum(len(s.classic.groups) for s in coordinator.shards),
              (time.monotonic() - started) * 1000)
 
 

@@ -2,7 +2,7 @@
 
 This object holds state and answers questions about it (who is leader, which protocol wins the vote,
 has everyone rejoined); the decisions about *when* to rebalance, time out or persist live in
-``shard.CoordinatorShard``.  It follows the structure of Kafka's ``ClassicGroup`` so that behaviour can be
+``classic_manager.ClassicGroupManager``.  It follows the structure of Kafka's ``ClassicGroup`` so that behaviour can be
 checked against Kafka's code line by line.
 """
 

@@ -1,10 +1,11 @@
 """KIP-848 consumer groups: ConsumerGroupHeartbeat, reconciliation and ConsumerGroupDescribe.
 
-A consumer group lives in the same shard as classic groups with the same id hash and is kept in
-``__consumer_offsets`` as Kafka keeps it: six record types (``records.CONSUMER_KEY_VERSIONS``).  Every
-change is computed as records first; ``CoordinatorShard._execute`` appends them and applies them through
-``replay`` (``replay_consumer`` here), the same path that loads the shard at start-up.  Timers (session,
-revocation) are not state and are re-armed after loading.
+``ConsumerGroupManager`` is the shard's manager of the "consumer" group type (see shard.py for what a
+group-type manager provides).  A consumer group lives in the same shard as classic groups with the same
+id hash and is kept in ``__consumer_offsets`` as Kafka keeps it: six record types
+(``records.CONSUMER_KEY_VERSIONS``).  Every change is computed as records first; the shard appends them
+and applies them through ``replay`` here, the same path that loads the shard at start-up.  Timers
+(session, revocation) are not state and are re-armed after loading.
 
 The group (Kafka's ``ConsumerGroup``):
 
@@ -21,7 +22,9 @@ The group (Kafka's ``ConsumerGroup``):
 Group states, Kafka's names: Empty (no members), Assigning (target older than the group epoch),
 Reconciling (a member is not yet at the target epoch), Stable.
 
-Classic members of a consumer group (online migration) and the conversions: ``migration``.
+Classic members of a consumer group (online migration) and the conversions: ``migration``, which this
+manager asks explicitly (``self.migration``) when a heartbeat names a classic group's id or when the
+last member that speaks the consumer protocol leaves.
 
 Errors: FENCED_MEMBER_EPOCH (epoch ahead of the coordinator's, or behind it and not the previous epoch
 with a subset of the assignment), UNKNOWN_MEMBER_ID, UNRELEASED_INSTANCE_ID (a static instance id held
@@ -42,8 +45,8 @@ from typing import Callable, Optional
 from minikafka.protocol.errors import ErrorCode
 
 from .assignors import ASSIGNORS, Assignment
-from .records import ConsumerGroupKey, ConsumerGroupValue, GroupMetadataKey
-from .result import CoordinatorResult
+from .records import ConsumerGroupKey, ConsumerGroupValue, decode_consumer_value
+from .result import CoordinatorResult, Record, Runtime
 
 log = logging.getLogger("minikafka.group")
 
@@ -362,32 +365,79 @@ def _key(kind: str, group_id: str, member_id: str | None = None) -> ConsumerGrou
     return ConsumerGroupKey(kind, group_id, member_id)
 
 
-class ConsumerGroupsMixin:
-    """The consumer-group half of ``CoordinatorShard`` (which provides ``_execute``, ``timer``, ``clock``,
-    ``groups`` for classic groups, ``offsets`` and ``config``)."""
+class ConsumerGroupManager:
+    group_type = "consumer"
+    record_keys = (ConsumerGroupKey,)
 
-    consumer_groups: dict[str, ConsumerGroup]
-    consumer_config: ConsumerConfig
-    # name -> (topic id, partition count) of every non-internal topic; set by the coordinator.
-    topic_metadata: Callable[[], dict[str, tuple[uuid.UUID, int]]]
+    def __init__(self, runtime: Runtime, config: ConsumerConfig) -> None:
+        self.runtime = runtime
+        self.timer = runtime.timer
+        self.config = config
+        self.groups: dict[str, ConsumerGroup] = {}
+        self.migration = None  # migration.GroupMigration, set by the shard
+
+    # == the group-type manager protocol (shard.py) ==============================================
+
+    def group(self, group_id: str) -> Optional[ConsumerGroup]:
+        return self.groups.get(group_id)
+
+    def decode_value(self, key: ConsumerGroupKey, raw) -> Optional[ConsumerGroupValue]:
+        return decode_consumer_value(key.kind, raw)
+
+    def on_loaded(self) -> None:
+        """Timers are not state: arm them again for the loaded members."""
+        for group in self.groups.values():
+            for member in group.members.values():
+                self.schedule_session(group.group_id, member.member_id)
+                if member.state == MemberState.UNREVOKED_PARTITIONS:
+                    self._schedule_revocation(group.group_id, member)
+
+    def unload(self) -> None:
+        for group in self.groups.values():
+            for member_id in group.members:
+                self._cancel_member_timers(group.group_id, member_id)
+
+    def list_groups(self, states: set[str], types: set[str]) -> list[dict]:
+        out = []
+        for group in self.groups.values():
+            if states and str(group.state).lower() not in states:
+                continue
+            if types and "consumer" not in types:
+                continue
+            out.append({"group_id": group.group_id, "protocol_type": "consumer",
+                        "group_state": str(group.state), "group_type": "consumer"})
+        return out
+
+    def validate_delete_group(self, group_id: str) -> Optional[ErrorCode]:
+        return ErrorCode.NON_EMPTY_GROUP if self.groups[group_id].members else None
+
+    def group_tombstones(self, group_id: str) -> list[Record]:
+        """Tombstones that delete an empty consumer group (DeleteGroups, retention, downgrade to classic)."""
+        return [(_key("ConsumerGroupTargetAssignmentMetadata", group_id), None),
+                (_key("ConsumerGroupPartitionMetadata", group_id), None),
+                (_key("ConsumerGroupMetadata", group_id), None)]
+
+    def retention_candidates(self):
+        return list(self.groups.items())
+
+    def deletable_without_offsets(self, group: ConsumerGroup) -> bool:
+        # As Kafka: an empty consumer group whose offsets have all expired is deleted.
+        return not group.members
 
     # == replay ==================================================================================
 
-    def replay_consumer(self, key: ConsumerGroupKey, value: Optional[ConsumerGroupValue]) -> None:
+    def replay(self, key: ConsumerGroupKey, value: Optional[ConsumerGroupValue]) -> None:
         kind, gid = key.kind, key.group
-        group = self.consumer_groups.get(gid)
+        group = self.groups.get(gid)
         data = value.data if value is not None else None
         if group is None:
             if data is None:
                 return
-            group = self.consumer_groups[gid] = ConsumerGroup(gid)
-            classic = self.groups.get(gid)
-            if classic is not None and not classic.all_members():
-                # Offsets loaded before the group's records made a "simple" classic group of it.
-                self._remove_group(gid)
+            group = self.groups[gid] = ConsumerGroup(gid)
+            self.migration.consumer_group_created(gid)
         if kind == "ConsumerGroupMetadata":
             if data is None:
-                self._remove_consumer_group(gid)
+                self.remove_group(gid)
             else:
                 group.group_epoch = data["epoch"]
         elif kind == "ConsumerGroupPartitionMetadata":
@@ -431,67 +481,55 @@ class ConsumerGroupsMixin:
                 member.assigned = _from_wire(data["assigned_partitions"])
                 member.pending_revocation = _from_wire(data["partitions_pending_revocation"])
 
-    def _remove_consumer_group(self, group_id: str) -> None:
-        group = self.consumer_groups.pop(group_id, None)
+    def remove_group(self, group_id: str) -> None:
+        group = self.groups.pop(group_id, None)
         if group is not None:
             for member_id in group.members:
                 self._cancel_member_timers(group_id, member_id)
 
-    def _rearm_consumer_timers(self) -> None:
-        for group in self.consumer_groups.values():
-            for member in group.members.values():
-                self._schedule_session(group.group_id, member.member_id)
-                if member.state == MemberState.UNREVOKED_PARTITIONS:
-                    self._schedule_revocation(group.group_id, member)
-
-    def _cancel_consumer_timers(self) -> None:
-        for group in self.consumer_groups.values():
-            for member_id in group.members:
-                self._cancel_member_timers(group.group_id, member_id)
-
     # == timers ==================================================================================
 
-    def _schedule_session(self, group_id: str, member_id: str, timeout_ms: Optional[int] = None) -> None:
+    def schedule_session(self, group_id: str, member_id: str, timeout_ms: Optional[int] = None) -> None:
         if timeout_ms is None:
-            group = self.consumer_groups.get(group_id)
+            group = self.groups.get(group_id)
             member = None if group is None else group.members.get(member_id)
-            timeout_ms = self._session_timeout_of(member)
-        self._schedule(_session_key(group_id, member_id), timeout_ms,
-                       lambda: self._fence_by_timer(group_id, member_id, "session timeout"))
+            timeout_ms = self.session_timeout_of(member)
+        self.runtime.schedule(_session_key(group_id, member_id), timeout_ms,
+                       lambda: self.fence_by_timer(group_id, member_id, "session timeout"))
 
-    def _session_timeout_of(self, member: Optional[ConsumerMember]) -> int:
+    def session_timeout_of(self, member: Optional[ConsumerMember]) -> int:
         """A classic member keeps the session timeout it joined with; others get the group's."""
         if member is not None and member.classic is not None:
             return member.classic.session_timeout_ms
-        return self.consumer_config.session_timeout_ms
+        return self.config.session_timeout_ms
 
     def _schedule_revocation(self, group_id: str, member: ConsumerMember) -> None:
         member_id = member.member_id
-        timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else self.consumer_config.session_timeout_ms
-        self._schedule(_revocation_key(group_id, member_id), timeout,
-                       lambda: self._fence_by_timer(group_id, member_id, "revocation timeout"))
+        timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else self.config.session_timeout_ms
+        self.runtime.schedule(_revocation_key(group_id, member_id), timeout,
+                       lambda: self.fence_by_timer(group_id, member_id, "revocation timeout"))
 
-    def _fence_by_timer(self, group_id: str, member_id: str, why: str):
-        group = self.consumer_groups.get(group_id)
+    def fence_by_timer(self, group_id: str, member_id: str, why: str):
+        group = self.groups.get(group_id)
         if group is None or member_id not in group.members:
             return CoordinatorResult()
         log.info("consumer group %s: member %s removed (%s)", group_id, member_id, why)
-        return self._fence_members(group, {member_id}, None)
+        return self.fence_members(group, {member_id}, None)
 
-    def _fence_members(self, group: ConsumerGroup, member_ids: set[str], response, records=None):
+    def fence_members(self, group: ConsumerGroup, member_ids: set[str], response, records=None):
         """Remove members; the group becomes a classic group again when only classic members remain
         and the migration policy allows it (``migration._maybe_downgrade``)."""
         records = [] if records is None else records
-        downgrade = self._maybe_downgrade(group, member_ids, response, records)
+        downgrade = self.migration.maybe_downgrade(group, member_ids, response, records)
         if downgrade is not None:
             return downgrade
         for member_id in member_ids:
-            records.extend(self._remove_member_records(group, member_id, bump=False))
+            records.extend(self.remove_member_records(group, member_id, bump=False))
         records.append((_key("ConsumerGroupMetadata", group.group_id), ConsumerGroupValue(
             "ConsumerGroupMetadata", {"epoch": group.group_epoch + 1})))
         return CoordinatorResult(records, response)
 
-    def _remove_member_records(self, group: ConsumerGroup, member_id: str, bump: bool = True) -> list:
+    def remove_member_records(self, group: ConsumerGroup, member_id: str, bump: bool = True) -> list:
         """Tombstones for a member and a bumped group epoch, so the others get its partitions."""
         gid = group.group_id
         self._cancel_member_timers(gid, member_id)
@@ -505,11 +543,7 @@ class ConsumerGroupsMixin:
 
     # == ConsumerGroupHeartbeat ==================================================================
 
-    def consumer_group_heartbeat(self, request: dict, *, api_version: int, client_id: str,
-                                 client_host: str) -> dict:
-        return self._execute(self._consumer_heartbeat(request, api_version, client_id or "", client_host))
-
-    def _consumer_heartbeat(self, request: dict, api_version: int, client_id: str, client_host: str):
+    def heartbeat(self, request: dict, api_version: int, client_id: str, client_host: str) -> CoordinatorResult:
         try:
             return self._consumer_heartbeat_checked(request, api_version, client_id, client_host)
         except _HeartbeatError as exc:
@@ -547,25 +581,18 @@ class ConsumerGroupsMixin:
         if regex and _compile(regex) is None:
             raise _HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {regex} is not valid.")
         assignor = request.get("server_assignor")
-        if assignor is not None and assignor not in self.consumer_config.assignors:
+        if assignor is not None and assignor not in self.config.assignors:
             raise _HeartbeatError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {assignor} is not supported.")
 
     def _consumer_group_for_heartbeat(self, group_id: str, epoch: int, records: list) -> ConsumerGroup:
-        group = self.consumer_groups.get(group_id)
+        group = self.groups.get(group_id)
         if group is not None:
             return group
-        classic = self.groups.get(group_id)
-        if classic is not None:
-            if not classic.all_members():
-                # An empty classic group becomes a consumer group whatever the migration policy (which
-                # governs online conversions only, as in Kafka); its offsets (same group id) stay.
-                log.info("group %s: empty classic group converted to a consumer group", group_id)
-                records.append((GroupMetadataKey(group_id), None))
-            elif epoch == 0 and self._validate_online_upgrade(classic):
-                # KIP-848 online migration: the classic members stay, as classic members of a consumer group.
-                return self._convert_to_consumer_group(classic, records)
-            else:
-                raise _HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        if self.runtime.group_type(group_id) is not None:
+            # Another group type holds the id: a classic group, which may become this consumer group.
+            converted = self.migration.consumer_group_for_heartbeat(group_id, epoch, records)
+            if converted is not None:
+                return converted
         if epoch != 0:
             raise _HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         return ConsumerGroup(group_id)
@@ -596,14 +623,14 @@ class ConsumerGroupsMixin:
                 raise _HeartbeatError(ErrorCode.FENCED_INSTANCE_ID if static is not None else ErrorCode.UNKNOWN_MEMBER_ID,
                                       f"Instance {instance_id} is not member {member_id}.")
         if epoch == 0:
-            if member is None and replaced is None and len(group.members) >= self.consumer_config.max_size:
+            if member is None and replaced is None and len(group.members) >= self.config.max_size:
                 raise _HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED,
                                       f"Group {group_id} reached its maximum size.")
             if replaced is not None:
                 # The restarted static member takes over its predecessor's assignment and epoch.
                 updated = replaced.copy()
                 updated.member_id = member_id
-                records.extend(self._remove_member_records(group, replaced.member_id)[:3])
+                records.extend(self.remove_member_records(group, replaced.member_id)[:3])
                 if replaced.member_id in group.target:
                     records.append((_key("ConsumerGroupTargetAssignmentMember", group_id, member_id),
                                     ConsumerGroupValue("ConsumerGroupTargetAssignmentMember", {
@@ -650,9 +677,9 @@ class ConsumerGroupsMixin:
         if regex is not None and (regex or None) != updated.subscribed_topic_regex:
             updated.subscribed_topic_regex = regex or None
             subscription_changed = True
-        reconciled = self._update_and_reconcile(group, updated, base, replaced, owned, subscription_changed, records)
+        reconciled = self.update_and_reconcile(group, updated, base, replaced, owned, subscription_changed, records)
         current_before = base
-        self._schedule_session(group_id, member_id)
+        self.schedule_session(group_id, member_id)
 
         # A full request (Kafka: every optional field set, as a client sends after an error) or a
         # join gets the whole assignment; any other heartbeat only a changed one.
@@ -662,16 +689,16 @@ class ConsumerGroupsMixin:
         changed = current_before is None or not current_before.same_assignment(reconciled)
         response = {"error_code": ErrorCode.NONE, "error_message": None, "member_id": member_id,
                     "member_epoch": reconciled.member_epoch,
-                    "heartbeat_interval_ms": self.consumer_config.heartbeat_interval_ms,
+                    "heartbeat_interval_ms": self.config.heartbeat_interval_ms,
                     "assignment": {"topic_partitions": _to_wire(reconciled.assigned)} if (changed or full) else None}
-        if group_id not in self.consumer_groups and not group.members:
+        if group_id not in self.groups and not group.members:
             # The records create it on replay; make sure an empty-but-new group exists even if none is written.
             # (A group converted from a classic one is created by its conversion records alone: if they fail
             # to append, the classic group stays.)
-            self.consumer_groups[group_id] = group
-        return CoordinatorResult(records, response, on_appended=self._heartbeat_appended(response))
+            self.groups[group_id] = group
+        return CoordinatorResult(records, response, on_appended=self.heartbeat_appended(response))
 
-    def _update_and_reconcile(self, group: ConsumerGroup, updated: ConsumerMember, base: Optional[ConsumerMember],
+    def update_and_reconcile(self, group: ConsumerGroup, updated: ConsumerMember, base: Optional[ConsumerMember],
                               replaced: Optional[ConsumerMember], owned: Optional[Assignment],
                               subscription_changed: bool, records: list) -> ConsumerMember:
         """Kafka's three heartbeat steps, shared by ConsumerGroupHeartbeat and a classic member's JoinGroup:
@@ -688,7 +715,7 @@ class ConsumerGroupsMixin:
         if replaced is not None:
             members.pop(replaced.member_id, None)
         members[member_id] = updated
-        metadata = self.topic_metadata()
+        metadata = self.runtime.topic_metadata()
         subscribed = group.subscribed_topics(members, metadata)
         new_meta = {n: metadata[n] for n in subscribed if n in metadata}
         group_epoch = group.group_epoch
@@ -738,7 +765,7 @@ class ConsumerGroupsMixin:
         return reconciled
 
     @staticmethod
-    def _heartbeat_appended(response: dict):
+    def heartbeat_appended(response: dict):
         def on_appended(error):
             if error is None:
                 return None
@@ -767,7 +794,7 @@ class ConsumerGroupsMixin:
                 votes[m.server_assignor] = votes.get(m.server_assignor, 0) + 1
         if votes:
             return max(sorted(votes), key=lambda n: votes[n])
-        return self.consumer_config.assignors[0]
+        return self.config.assignors[0]
 
     def _consumer_leave(self, group: ConsumerGroup, member_id: str, instance_id: Optional[str], epoch: int,
                         records: list):
@@ -788,14 +815,39 @@ class ConsumerGroupsMixin:
             records.append((_key("ConsumerGroupCurrentMemberAssignment", group.group_id, member.member_id),
                             left.assignment_value()))
             self.timer.cancel(_revocation_key(group.group_id, member.member_id))
-            return CoordinatorResult(records, response, on_appended=self._heartbeat_appended(response))
-        return then(self._fence_members(group, {member.member_id}, response, records),
-                    self._heartbeat_appended(response))
+            return CoordinatorResult(records, response, on_appended=self.heartbeat_appended(response))
+        return then(self.fence_members(group, {member.member_id}, response, records),
+                    self.heartbeat_appended(response))
 
     # == offsets =================================================================================
 
-    def validate_consumer_offset_commit(self, group: ConsumerGroup, member_id: str, epoch: int,
-                                        transactional: bool = False, api_version: int = 9) -> Optional[ErrorCode]:
+    def validate_offset_commit(self, group_id: str, member_id: str, instance_id: Optional[str],
+                               generation: int, api_version: int) -> Optional[ErrorCode]:
+        code = self._validate_offset_commit(self.groups[group_id], member_id, generation, api_version=api_version)
+        if code is None and member_id in self.groups[group_id].members:
+            self.schedule_session(group_id, member_id)  # a commit keeps the session alive, as in Kafka
+        return code
+
+    def validate_txn_offset_commit(self, group_id: str, member_id: str, instance_id: Optional[str],
+                                   generation: int) -> Optional[ErrorCode]:
+        # The generation field carries the member epoch.
+        return self._validate_offset_commit(self.groups[group_id], member_id, generation, transactional=True)
+
+    def validate_offset_fetch(self, group_id: str, member_id: Optional[str], member_epoch: int) -> Optional[ErrorCode]:
+        if member_id is None and member_epoch < 0:
+            return None  # admin clients and requests older than v9 name no member
+        member = self.groups[group_id].members.get(member_id or "")
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return _validate_member_epoch(member, member_epoch)
+
+    def validate_offset_delete(self, group_id: str) -> tuple[Optional[ErrorCode], Optional[ConsumerGroup]]:
+        # OffsetDelete serves classic groups only here (Kafka also deletes a consumer group's offsets of
+        # topics it is not subscribed to).
+        return ErrorCode.GROUP_ID_NOT_FOUND, None
+
+    def _validate_offset_commit(self, group: ConsumerGroup, member_id: str, epoch: int,
+                                transactional: bool = False, api_version: int = 9) -> Optional[ErrorCode]:
         """Kafka's ConsumerGroup.validateOffsetCommit (member epochs instead of generations)."""
         if epoch < 0 and not group.members:
             return None  # admin tools and unmanaged consumers commit into an empty group
@@ -806,30 +858,21 @@ class ConsumerGroupsMixin:
             return ErrorCode.UNSUPPORTED_VERSION  # KIP-848 members commit with OffsetCommit v9+
         return _validate_member_epoch(member, epoch)
 
-    def validate_consumer_offset_fetch(self, group: ConsumerGroup, member_id: Optional[str],
-                                       epoch: int) -> Optional[ErrorCode]:
-        if member_id is None and epoch < 0:
-            return None  # admin clients and requests older than v9 name no member
-        member = group.members.get(member_id or "")
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        return _validate_member_epoch(member, epoch)
-
-    def expire_consumer_member(self, group_id: str, member_id: str) -> bool:
+    def expire_member(self, group_id: str, member_id: str) -> bool:
         """Remove a member now, as its session timeout would (test kits' "expire a member")."""
-        group = self.consumer_groups.get(group_id)
+        group = self.groups.get(group_id)
         if group is None or member_id not in group.members:
             return False
-        self._execute(self._fence_by_timer(group_id, member_id, "expired on request"))
+        self.runtime.execute(self.fence_by_timer(group_id, member_id, "expired on request"))
         return True
 
     # == admin ===================================================================================
 
-    def consumer_group_describe(self, group_id: str, names_by_id: Callable[[uuid.UUID], Optional[str]]) -> dict:
-        group = self.consumer_groups.get(group_id)
+    def describe(self, group_id: str, names_by_id: Callable[[uuid.UUID], Optional[str]]) -> dict:
+        group = self.groups.get(group_id)
         if group is None:
             code = ErrorCode.GROUP_ID_NOT_FOUND
-            message = (f"Group {group_id} is not a consumer group." if group_id in self.groups
+            message = (f"Group {group_id} is not a consumer group." if self.runtime.group_type(group_id) is not None
                        else f"Group {group_id} not found.")
             # Kafka 4.2 leaves every other field at its default ("" and 0).
             return {"error_code": code, "error_message": message, "group_id": group_id, "group_state": "",
@@ -852,9 +895,3 @@ class ConsumerGroupsMixin:
                 "group_state": str(group.state), "group_epoch": group.group_epoch,
                 "assignment_epoch": group.assignment_epoch,
                 "assignor_name": self._assignor_name(group.members), "members": members}
-
-    def consumer_group_records_for_delete(self, group_id: str) -> list:
-        """Tombstones that delete an empty consumer group (DeleteGroups, downgrade to classic)."""
-        return [(_key("ConsumerGroupTargetAssignmentMetadata", group_id), None),
-                (_key("ConsumerGroupPartitionMetadata", group_id), None),
-                (_key("ConsumerGroupMetadata", group_id), None)]

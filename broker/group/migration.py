@@ -22,6 +22,11 @@ protocol one member at a time, and back, as ``group.consumer.migration.policy`` 
   the consumer group's records, then a classic group record (generation = group epoch, assignments = the
   consumer group's targets), and a rebalance starts so that the classic members resynchronise.
 
+``GroupMigration`` holds the classic and the consumer manager and is the only place that touches both:
+the shard sends it the classic-protocol requests for ids that a consumer group holds, and the consumer
+manager asks it (``consumer_group_for_heartbeat``, ``maybe_downgrade``, ``consumer_group_created``) when
+its work crosses into a classic group.  Everything goes through the managers' own methods.
+
 Conversions are records like everything else, so loading the log replays them.  An upgrade's records are
 replayed as they are appended; a downgrade, as in Kafka, installs the classic group directly once its
 records are appended (a classic group record is never replayed live: the live group carries its timers).
@@ -36,9 +41,11 @@ from typing import Optional
 from minikafka.protocol.errors import ErrorCode
 
 from .classic import CONSUMER_PROTOCOL_TYPE, ClassicGroup
+from .classic_manager import ClassicGroupManager
 from .consumer import (
     ClassicMemberMetadata,
     ConsumerGroup,
+    ConsumerGroupManager,
     ConsumerMember,
     MemberState,
     _copy,
@@ -52,7 +59,7 @@ from .consumer import (
 from .embedded import EmbeddedProtocolError, encode_assignment, parse_assignment, parse_subscription, version_of
 from .member import Member, Respond
 from .records import ConsumerGroupValue, GroupMetadataKey
-from .result import CoordinatorResult, join_error, sync_error
+from .result import CoordinatorResult, Runtime, join_error, sync_error
 from .state import GroupState
 
 log = logging.getLogger("minikafka.group")
@@ -70,13 +77,44 @@ def _names(by_id: dict, metadata: dict) -> dict[str, set[int]]:
     return {names[t]: set(p) for t, p in by_id.items() if t in names and p}
 
 
-class MigrationMixin:
-    """The online-migration half of ``CoordinatorShard`` (it needs the classic and the consumer halves)."""
+class GroupMigration:
+    def __init__(self, runtime: Runtime, classic: ClassicGroupManager, consumer: ConsumerGroupManager) -> None:
+        self.runtime = runtime
+        self.timer = runtime.timer
+        self.classic = classic
+        self.consumer = consumer
 
     # == policy ==================================================================================
 
     def _migration_allows(self, direction: str) -> bool:
-        return self.consumer_config.migration_policy in (direction, "bidirectional")
+        return self.consumer.config.migration_policy in (direction, "bidirectional")
+
+    # == what the consumer manager asks ===========================================================
+
+    def consumer_group_created(self, group_id: str) -> None:
+        """A consumer group's first record was replayed: offsets loaded before the group's records
+        made a "simple" classic group of the id, which gives way (one id, one group type)."""
+        classic = self.classic.group(group_id)
+        if classic is not None and not classic.all_members():
+            self.classic.remove_group(group_id)
+
+    def consumer_group_for_heartbeat(self, group_id: str, epoch: int, records: list) -> Optional[ConsumerGroup]:
+        """A ConsumerGroupHeartbeat for an id a classic group holds: the consumer group it becomes (its
+        records go to ``records``), None when the classic group is empty and simply goes (a new
+        consumer group takes its id), or _HeartbeatError GROUP_ID_NOT_FOUND."""
+        classic = self.classic.group(group_id)
+        if classic is None:
+            raise _HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        if not classic.all_members():
+            # An empty classic group becomes a consumer group whatever the migration policy (which
+            # governs online conversions only, as in Kafka); its offsets (same group id) stay.
+            log.info("group %s: empty classic group converted to a consumer group", group_id)
+            records.append((GroupMetadataKey(group_id), None))
+            return None
+        if epoch == 0 and self._validate_online_upgrade(classic):
+            # KIP-848 online migration: the classic members stay, as classic members of a consumer group.
+            return self._convert_to_consumer_group(classic, records)
+        raise _HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     def _validate_online_upgrade(self, classic: ClassicGroup) -> bool:
         gid = classic.group_id
@@ -86,7 +124,7 @@ class MigrationMixin:
         if not classic.uses_consumer_protocol():
             log.info("group %s: cannot upgrade to a consumer group: it does not use the consumer protocol", gid)
             return False
-        if classic.num_members() > self.consumer_config.max_size:
+        if classic.num_members() > self.consumer.config.max_size:
             log.info("group %s: cannot upgrade to a consumer group: more members than group.consumer.max.size", gid)
             return False
         return True
@@ -96,7 +134,7 @@ class MigrationMixin:
     def _convert_to_consumer_group(self, classic: ClassicGroup, records: list) -> ConsumerGroup:
         """The consumer group a classic group becomes (not stored: its records create it on replay)."""
         gid, generation = classic.group_id, classic.generation_id
-        metadata = self.topic_metadata()
+        metadata = self.runtime.topic_metadata()
         group = ConsumerGroup(gid, group_epoch=generation, assignment_epoch=generation)
         for m in classic.all_members():
             try:
@@ -126,7 +164,7 @@ class MigrationMixin:
         records.append((GroupMetadataKey(gid), None))
         records.extend(self._consumer_group_records(group))
         for member in group.members.values():
-            self._schedule_session(gid, member.member_id, member.classic.session_timeout_ms)
+            self.consumer.schedule_session(gid, member.member_id, member.classic.session_timeout_ms)
         return group
 
     @staticmethod
@@ -147,7 +185,7 @@ class MigrationMixin:
 
     # == downgrade ===============================================================================
 
-    def _maybe_downgrade(self, group: ConsumerGroup, leaving: set[str], response, records: list,
+    def maybe_downgrade(self, group: ConsumerGroup, leaving: set[str], response, records: list,
                          joining: Optional[ConsumerMember] = None, on_converted=None):
         """A CoordinatorResult that converts ``group`` to a classic group without ``leaving``, or None
         when it stays a consumer group (Kafka's validateOnlineDowngrade... and convertToClassicGroup).
@@ -166,11 +204,11 @@ class MigrationMixin:
         if not self._migration_allows("downgrade"):
             log.info("group %s: cannot downgrade to a classic group: the online downgrade is disabled", gid)
             return None
-        if len(remaining) > self.config.max_size:
+        if len(remaining) > self.classic.config.max_size:
             log.info("group %s: cannot downgrade to a classic group: more members than group.max.size", gid)
             return None
 
-        classic = ClassicGroup(gid, self._now, state=GroupState.STABLE, generation_id=group.group_epoch,
+        classic = ClassicGroup(gid, self.runtime.now, state=GroupState.STABLE, generation_id=group.group_epoch,
                                protocol_type=CONSUMER_PROTOCOL_TYPE)
         for m in remaining:
             classic.add(Member(
@@ -178,7 +216,7 @@ class MigrationMixin:
                 client_host=m.client_host, rebalance_timeout_ms=m.rebalance_timeout_ms,
                 session_timeout_ms=m.classic.session_timeout_ms, protocol_type=CONSUMER_PROTOCOL_TYPE,
                 protocols=list(m.classic.protocols)))
-        metadata = self.topic_metadata()
+        metadata = self.runtime.topic_metadata()
         try:
             classic.protocol_name = classic.select_protocol()
             for member in classic.all_members():
@@ -194,28 +232,51 @@ class MigrationMixin:
 
         for mid in list(group.members) + ([joining.member_id] if joining is not None else []):
             records.extend(_member_tombstones(gid, mid))  # timers end with the group, once appended
-        records.extend(self.consumer_group_records_for_delete(gid))
-        records.append(self._group_metadata_record(classic, classic.group_assignment()))
+        records.extend(self.consumer.group_tombstones(gid))
+        records.append(self.classic.group_metadata_record(classic, classic.group_assignment()))
 
         def on_appended(error: Optional[ErrorCode]):
             if error is not None:
                 return None
             log.info("group %s: consumer group (epoch %d) converted to a classic group with %d members",
                      gid, group.group_epoch, len(remaining))
-            self._remove_consumer_group(gid)
-            self.groups[gid] = classic
-            for member in classic.all_members():
-                self._reschedule_heartbeat(classic, member)
+            self.consumer.remove_group(gid)
+            self.classic.install(classic)
             if joining is None:
                 # The classic members resynchronise through an ordinary classic rebalance.
-                self._execute(self._prepare_rebalance(classic))
+                self.runtime.execute(self.classic.prepare_rebalance(classic))
             if on_converted is not None:
                 on_converted()
             return None
 
         return CoordinatorResult(records, response, replay=False, on_appended=on_appended)
 
-    # == classic members of a consumer group =====================================================
+    # == classic members of a consumer group: the classic protocol for a consumer group's id ==========
+
+    def join(self, request: dict, api_version: int, client_id: str, client_host: str,
+             respond: Respond) -> CoordinatorResult:
+        group = self.consumer.groups[request["group_id"]]
+        if not group.members:
+            # An empty consumer group becomes a classic group whatever the migration policy (its offsets stay).
+            log.info("group %s: empty consumer group converted to a classic group", request["group_id"])
+            self.runtime.execute(CoordinatorResult(self.consumer.group_tombstones(request["group_id"])))
+            return self.classic.join(request, api_version, client_id, client_host, respond)
+        # Online migration: classic members live in a non-empty consumer group.
+        session_timeout = request["session_timeout_ms"]
+        config = self.classic.config
+        if not (config.min_session_timeout_ms <= session_timeout <= config.max_session_timeout_ms):
+            respond(join_error(ErrorCode.INVALID_SESSION_TIMEOUT, request["member_id"]))
+            return CoordinatorResult()
+        return self._classic_join_to_consumer_group(group, request, api_version, client_id, client_host, respond)
+
+    def sync(self, request: dict, respond: Respond) -> CoordinatorResult:
+        return self._classic_sync_to_consumer_group(self.consumer.groups[request["group_id"]], request, respond)
+
+    def heartbeat(self, request: dict) -> CoordinatorResult:
+        return self._classic_heartbeat_to_consumer_group(self.consumer.groups[request["group_id"]], request)
+
+    def leave(self, group_id: str, members: list[dict]) -> CoordinatorResult:
+        return self._classic_leave_to_consumer_group(self.consumer.groups[group_id], members)
 
     def _classic_member(self, group: ConsumerGroup, member_id: str, instance_id: Optional[str]) -> ConsumerMember:
         """Kafka's validateConsumerGroupMember + throwIfMemberDoesNotUseClassicProtocol."""
@@ -245,11 +306,11 @@ class MigrationMixin:
         key = _join_key(group_id, member.member_id)
         if not self.timer.is_scheduled(key):
             member_id = member.member_id
-            self._schedule(key, self._rebalance_timeout_of(member), lambda: self._fence_by_timer(
+            self.runtime.schedule(key, self._rebalance_timeout_of(member), lambda: self.consumer.fence_by_timer(
                 group_id, member_id, "the classic member did not rejoin within its rebalance timeout"))
 
     def _rebalance_timeout_of(self, member: ConsumerMember) -> int:
-        return member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else self._session_timeout_of(member)
+        return member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else self.consumer.session_timeout_of(member)
 
     def _classic_join_to_consumer_group(self, group: ConsumerGroup, request: dict, api_version: int,
                                         client_id: str, client_host: str, respond: Respond):
@@ -262,7 +323,7 @@ class MigrationMixin:
         protocols = [(p["name"], bytes(p["metadata"])) for p in request["protocols"]]
         known = member_id in group.members or (instance_id is not None and group.static_member(instance_id))
         try:
-            if not known and len(group.members) >= self.consumer_config.max_size:
+            if not known and len(group.members) >= self.consumer.config.max_size:
                 raise _HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED)
             if not self._supports_classic_protocols(group, request["protocol_type"], {n for n, _ in protocols}):
                 raise _HeartbeatError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
@@ -286,7 +347,7 @@ class MigrationMixin:
                 replaced = static
                 updated = static.copy()
                 updated.member_id = member_id
-                records.extend(self._remove_member_records(group, static.member_id, bump=False))
+                records.extend(self.consumer.remove_member_records(group, static.member_id, bump=False))
                 if static.member_id in group.target:
                     records.append((_key("ConsumerGroupTargetAssignmentMember", gid, member_id), ConsumerGroupValue(
                         "ConsumerGroupTargetAssignmentMember", {"topic_partitions": _to_wire(group.target[static.member_id])})))
@@ -316,8 +377,8 @@ class MigrationMixin:
         if topics != updated.subscribed_topic_names:
             updated.subscribed_topic_names = topics
             subscription_changed = True
-        owned = _ids(subscription.owned, self.topic_metadata())
-        reconciled = self._update_and_reconcile(group, updated, base, replaced, owned, subscription_changed, records)
+        owned = _ids(subscription.owned, self.runtime.topic_metadata())
+        reconciled = self.consumer.update_and_reconcile(group, updated, base, replaced, owned, subscription_changed, records)
         log.info("consumer group %s: classic member %s joins at epoch %d (%s)", gid, member_id,
                  reconciled.member_epoch, reconciled.state.name)
 
@@ -327,7 +388,7 @@ class MigrationMixin:
 
         if replaced is not None and not replaced.uses_classic_protocol:
             # The last consumer-protocol member, replaced by a classic static member: back to classic.
-            downgrade = self._maybe_downgrade(group, {replaced.member_id}, None, records, joining=reconciled,
+            downgrade = self.maybe_downgrade(group, {replaced.member_id}, None, records, joining=reconciled,
                                               on_converted=lambda: respond(response))
             if downgrade is not None:
                 downgrade.on_appended = _or_error(downgrade.on_appended, respond, member_id)
@@ -338,10 +399,10 @@ class MigrationMixin:
                 respond(join_error(error, member_id))
                 return None
             self.timer.cancel(_join_key(gid, member_id))
-            self._schedule_session(gid, member_id, session)
+            self.consumer.schedule_session(gid, member_id, session)
             # SyncGroup must follow within the rebalance timeout.
-            self._schedule(_sync_key(gid, member_id), self._rebalance_timeout_of(reconciled),
-                           lambda: self._fence_by_timer(gid, member_id, "the classic member did not sync in time"))
+            self.runtime.schedule(_sync_key(gid, member_id), self._rebalance_timeout_of(reconciled),
+                           lambda: self.consumer.fence_by_timer(gid, member_id, "the classic member did not sync in time"))
             respond(response)
             return None
 
@@ -362,14 +423,14 @@ class MigrationMixin:
             if group.group_epoch > member.member_epoch and member.state != MemberState.UNREVOKED_PARTITIONS:
                 self._schedule_join_timeout_if_absent(gid, member)
                 raise _HeartbeatError(ErrorCode.REBALANCE_IN_PROGRESS)
-            assignment = encode_assignment(_names(member.assigned, self.topic_metadata()),
+            assignment = encode_assignment(_names(member.assigned, self.runtime.topic_metadata()),
                                            version_of(member.classic.protocols[0][1]))
         except (_HeartbeatError, EmbeddedProtocolError) as exc:
             code = exc.code if isinstance(exc, _HeartbeatError) else ErrorCode.INCONSISTENT_GROUP_PROTOCOL
             respond(sync_error(code))
             return CoordinatorResult()
         self.timer.cancel(_sync_key(gid, member.member_id))
-        self._schedule_session(gid, member.member_id)
+        self.consumer.schedule_session(gid, member.member_id)
         respond({"error_code": ErrorCode.NONE, "protocol_type": request.get("protocol_type"),
                  "protocol_name": request.get("protocol_name"), "assignment": assignment})
         return CoordinatorResult()
@@ -382,7 +443,7 @@ class MigrationMixin:
                 raise _HeartbeatError(ErrorCode.ILLEGAL_GENERATION)
         except _HeartbeatError as exc:
             return CoordinatorResult(response={"error_code": exc.code})
-        self._schedule_session(gid, member.member_id)
+        self.consumer.schedule_session(gid, member.member_id)
         # Rejoin when the group moved on, when partitions must be revoked, or when the partitions the member
         # waits for have been released: a classic member learns its assignment only by rejoining.
         if member.member_epoch < group.group_epoch or member.state == MemberState.UNREVOKED_PARTITIONS or (
@@ -427,7 +488,7 @@ class MigrationMixin:
         response = {"error_code": ErrorCode.NONE, "members": responses}
         if not leaving:
             return CoordinatorResult(response=response)
-        return self._fence_members(group, leaving, response)
+        return self.consumer.fence_members(group, leaving, response)
 
 
 def _or_error(on_appended, respond: Respond, member_id: str):

@@ -30,7 +30,8 @@ class CoordinatorResult:
 class Runtime(Protocol):
     """The shard as its managers see it (Kafka's coordinator runtime): the time, running a result
     (append its records as one batch, replay them, release the response), keyed timeouts whose
-    operation's result is run the same way, and the group-id namespace (one id, one group type)."""
+    operation's result is run the same way, the group-id namespace (one id, one group type) and the
+    broker's topic image."""
 
     timer: Timer
 
@@ -42,6 +43,9 @@ class Runtime(Protocol):
 
     def group_type(self, group_id: str) -> Optional[str]:
         """The type of the group that holds ``group_id`` ("classic", "consumer", ...), None if none does."""
+
+    def topic_metadata(self) -> dict:
+        """The broker's topics: name -> (topic id, partition count) of every non-internal topic."""
 
 
 def empty(response: Any = None) -> CoordinatorResult:

@@ -2,7 +2,7 @@
 
 Every group whose id hashes to partition P lives in shard P, which owns that partition's log.  The shard is
 a replicated-state-machine in Kafka's sense (``CoordinatorShard``): an operation computes a
-``CoordinatorResult(records, response)``; ``_execute`` appends the records as one batch to the partition and
+``CoordinatorResult(records, response)``; ``execute`` appends the records as one batch to the partition and
 applies them through ``replay()``, the same function that rebuilds the shard from its log on start
 (``load()``).  A response is released only after its records are in the log, so a committed offset is
 acknowledged only once it is durable there.
@@ -16,17 +16,58 @@ The shard is sans-IO and synchronous.  Time comes from ``clock.now_ms()``, timeo
 parked JoinGroup/SyncGroup request is a ``respond(response_dict)`` callback completed later by another
 request or a timeout.  Response dicts are version-agnostic; ``apis`` fits them to each version.
 
-The logic follows Kafka's ``GroupMetadataManager``/``OffsetMetadataManager``; method names echo Kafka's so
-the two can be compared.  By concern: this module holds the runtime, offsets, transactional offsets,
-admin and retention; ``classic_rebalance`` the classic protocol's membership and rebalances; ``consumer``
-KIP-848 consumer groups; ``migration`` the conversions between the two and classic members of consumer
-groups; ``result`` what an operation returns.
+Composition (Kafka's ``GroupCoordinatorShard`` over ``GroupMetadataManager``/``OffsetMetadataManager``):
+
+* the shard itself is the **runtime** (``result.Runtime``): ``now``, ``execute``, ``schedule`` (a keyed
+  timeout whose operation's result is executed), ``replay``/``load``/``unload``, retention, the broker's
+  topic image (``topic_metadata``), and the **group-id namespace**: ``group_type(group_id)`` is the one
+  place that says which group type holds an id (one id, one group type);
+* ``offsets``   - ``offsets.OffsetManager``: committed and transactional offsets;
+* ``classic``   - ``classic_manager.ClassicGroupManager``: classic groups;
+* ``consumer``  - ``consumer.ConsumerGroupManager``: KIP-848 consumer groups;
+* ``migration`` - ``migration.GroupMigration``: the only part that touches both the classic and the
+  consumer manager (conversions, classic members of consumer groups), by calling their methods.
+
+The public methods below are the request entry points ``apis`` calls; each routes to one manager and
+executes what it returns.
+
+How a group type plugs in (share groups, streams groups)
+--------------------------------------------------------
+A group type is one manager object, built in ``__init__`` with the shard as its ``Runtime`` and added to
+``group_managers``; the shard then routes its records and asks it about its groups.  The manager provides
+(``GroupManager`` below; ``ClassicGroupManager`` and ``ConsumerGroupManager`` are the models):
+
+* ``group_type`` - its name ("share", "streams"): ListGroups' ``group_type`` and ``group_type(id)``'s answer;
+* ``record_keys`` - the key classes of its records (``records.decode_key`` must return them for their key
+  versions); ``decode_value(key, raw)`` decodes a value (None for a tombstone), ``replay(key, value)``
+  applies one record, live and while loading alike.  Records it appends go through ``execute``;
+* ``on_loaded()`` after ``load()`` (arm the timers of loaded groups: timers are not state) and
+  ``unload()`` (answer parked requests with NOT_COORDINATOR, cancel its timers).  Timers are
+  ``runtime.schedule(key, delay_ms, operation)`` with tuple keys whose first item is unique to the manager
+  (classic: "heartbeat"/"join"/"sync", consumer: "cg-..."; the shard's own: ("cleanup", partition));
+* ``group(group_id)`` - the lookup by id that makes the namespace (``group_type``), DeleteGroups and
+  retention work; ``list_groups(states, types)`` (lower-case filters; skip itself when ``types`` is set
+  and lacks its name), ``validate_delete_group(id)`` (an ErrorCode, or None when DeleteGroups may delete
+  it; called only for an id it holds) and ``group_tombstones(id)`` (the records that delete it);
+  ``retention_candidates()`` and ``deletable_without_offsets(group)`` (a group whose offsets have all
+  expired is deleted when this says so).  A group object answers ``offset_expiration_base()`` and
+  ``is_subscribed_to_topic(topic)`` for the offsets manager (return None/False when not applicable);
+* the four ``offsets.OffsetOwner`` methods (``validate_offset_commit``, ``validate_txn_offset_commit``,
+  ``validate_offset_fetch``, ``validate_offset_delete``): the offsets manager asks the type that holds the
+  id.  A type without committed offsets answers them with its error (Kafka: GROUP_ID_NOT_FOUND);
+* its own request entry points (e.g. ``heartbeat(request, ...) -> CoordinatorResult``,
+  ``describe(group_id)``) and one routing line per API in this class: ``self.execute(self.share.heartbeat(...))``.
+  Before creating a group it asks ``runtime.group_type(id)``: an id another type holds gets that API's
+  error (consumer groups: GROUP_ID_NOT_FOUND, "Group X is not a consumer group.").
+
+DescribeGroups describes classic groups only; ``apis`` names another type's id with ``group_type``.
 """
 
 from __future__ import annotations
 
 import logging
 import struct
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional, Protocol
 
@@ -43,23 +84,11 @@ from minikafka.protocol.records import (
 )
 
 from .classic_manager import ClassicGroupManager
-from .consumer import ConsumerConfig, ConsumerGroupsMixin
-from .migration import MigrationMixin
-from .offsets import OffsetAndMetadata, OffsetManager
-from .records import (
-    ConsumerGroupKey,
-    GroupMetadataKey,
-    GroupMetadataValue,
-    MemberMetadata,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    decode_consumer_value,
-    decode_group_metadata_value,
-    decode_key,
-    decode_offset_commit_value,
-    encode_key,
-    encode_value,
-)
+from .consumer import ConsumerConfig, ConsumerGroupManager
+from .member import Respond
+from .migration import GroupMigration
+from .offsets import OffsetAndMetadata, OffsetManager, OffsetOwner
+from .records import OffsetCommitKey, decode_key, decode_offset_commit_value, encode_key, encode_value
 from .result import CoordinatorResult, Record, join_error, sync_error
 from .result import empty as _empty
 from ..clock import Clock, Timer
@@ -149,11 +178,35 @@ def _append_error(exc: BaseException) -> ErrorCode:
     return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
-class CoordinatorShard(ConsumerGroupsMixin, MigrationMixin):
-    """The runtime (append, replay, load), offsets, transactional offsets, admin and retention here; classic
-    membership and rebalances in ``classic_rebalance.ClassicRebalanceMixin``; KIP-848 consumer groups in
-    ``consumer.ConsumerGroupsMixin``; classic members inside consumer groups and conversions between the
-    two in ``migration.MigrationMixin``."""
+class GroupManager(Protocol):
+    """One group type in a shard (see the module docstring); ``offsets.OffsetOwner`` besides."""
+
+    group_type: str
+    record_keys: tuple[type, ...]
+
+    def decode_value(self, key: Any, raw: Any) -> Any: ...
+
+    def replay(self, key: Any, value: Any) -> None: ...
+
+    def on_loaded(self) -> None: ...
+
+    def unload(self) -> None: ...
+
+    def group(self, group_id: str) -> Any: ...
+
+    def list_groups(self, states: set[str], types: set[str]) -> list[dict]: ...
+
+    def validate_delete_group(self, group_id: str) -> Optional[ErrorCode]: ...
+
+    def group_tombstones(self, group_id: str) -> list[Record]: ...
+
+    def retention_candidates(self) -> Iterable[tuple[str, Any]]: ...
+
+    def deletable_without_offsets(self, group: Any) -> bool: ...
+
+
+class CoordinatorShard:
+    """The runtime of one ``__consumer_offsets`` partition and the routing to its managers."""
 
     def __init__(self, partition: int, log_: OffsetsLog, timer: Timer, clock: Clock,
                  config: GroupConfig | None = None, consumer_config: ConsumerConfig | None = None) -> None:
@@ -162,30 +215,30 @@ class CoordinatorShard(ConsumerGroupsMixin, MigrationMixin):
         self.timer = timer
         self.clock = clock
         self.config = config or GroupConfig()
-        self.classic = ClassicGroupManager(self, self.config)
-        self.offsets = OffsetManager(self, self.config, self)
-        self.consumer_groups = {}
-        self.consumer_config = consumer_config or ConsumerConfig()
-        self.topic_metadata = dict  # replaced by the coordinator with the broker's topic image
+        self.topic_metadata: Callable[[], dict] = dict  # replaced by the coordinator with the broker's topic image
         self.loaded = False
+        self.offsets = OffsetManager(self, self.config, self)
+        self.classic = ClassicGroupManager(self, self.config)
+        self.consumer = ConsumerGroupManager(self, consumer_config or ConsumerConfig())
+        self.migration = GroupMigration(self, self.classic, self.consumer)
+        self.consumer.migration = self.migration
+        # Every group type; ListGroups and retention go through them in this order.
+        self.group_managers: tuple[GroupManager, ...] = (self.classic, self.consumer)
+        self._record_owners: dict[type, Any] = {OffsetCommitKey: self.offsets}
+        for manager in self.group_managers:
+            for key_class in manager.record_keys:
+                self._record_owners[key_class] = manager
 
-    # == runtime: append, replay, load ===========================================================
+    # == runtime =================================================================================
 
     def now(self) -> int:
         return self.clock.now_ms()
-
-    _now = now
-
-    def group_type(self, group_id: str) -> Optional[str]:
-        if group_id in self.consumer_groups:
-            return "consumer"
-        return "classic" if group_id in self.groups else None
 
     def execute(self, result: CoordinatorResult) -> Any:
         response = result.response
         error: Optional[ErrorCode] = None
         if result.records:
-            now = self._now()
+            now = self.now()
             batch = build_batch([(encode_key(k), encode_value(v), [], now) for k, v in result.records],
                                 producer_id=result.producer_id, producer_epoch=result.producer_epoch,
                                 transactional=result.producer_id >= 0)
@@ -204,16 +257,35 @@ class CoordinatorShard(ConsumerGroupsMixin, MigrationMixin):
                 response = replaced
         return response
 
-    _execute = execute
+    def schedule(self, key, delay_ms: int, operation: Callable[[], CoordinatorResult]) -> None:
+        self.timer.schedule(key, delay_ms, lambda: self.execute(operation()))
+
+    def group_type(self, group_id: str) -> Optional[str]:
+        """Which group type holds ``group_id`` (None: none does).  One id is one group type: every
+        manager decides with this before it creates a group."""
+        # Newest type first: only a failed append can leave a second holder for a moment (a new, empty
+        # consumer group is installed before its records), and the newer type answers for the id then.
+        for manager in reversed(self.group_managers):
+            if manager.group(group_id) is not None:
+                return manager.group_type
+        return None
+
+    def _manager(self, group_id: str) -> Optional[GroupManager]:
+        for manager in reversed(self.group_managers):
+            if manager.group(group_id) is not None:
+                return manager
+        return None
+
+    # == replay, load, unload ====================================================================
 
     def replay(self, offset: int, producer_id: int, key, value) -> None:
-        """Apply one record: the single path for both loading and live offset/tombstone records."""
+        """Apply one record: the single path for both loading and live records, routed by key type."""
         if isinstance(key, OffsetCommitKey):
             self.offsets.replay(offset, producer_id, key, value)
-        elif isinstance(key, GroupMetadataKey):
-            self.classic.replay(key, value)
-        elif isinstance(key, ConsumerGroupKey):
-            self.replay_consumer(key, value)
+            return
+        owner = self._record_owners.get(type(key))
+        if owner is not None:
+            owner.replay(key, value)
 
     def load(self) -> None:
         """Rebuild the shard from its partition, then start serving (COORDINATOR_LOAD_IN_PROGRESS before).
@@ -226,7 +298,10 @@ class CoordinatorShard(ConsumerGroupsMixin, MigrationMixin):
             except (ProtocolError, struct.error, ValueError) as exc:
                 log.error("__consumer_offsets-%d: skipping an undecodable batch while loading: %s",
                           self.partition, exc)
-        self._on_loaded()
+        for manager in self.group_managers:
+            manager.on_loaded()
+        self.loaded = True
+        self._schedule_cleanup()
 
     def _load_batch(self, batch) -> None:
         header = read_header(batch)
@@ -243,74 +318,37 @@ class CoordinatorShard(ConsumerGroupsMixin, MigrationMixin):
                 continue
             if isinstance(key, OffsetCommitKey):
                 value = decode_offset_commit_value(record.value)
-            elif isinstance(key, ConsumerGroupKey):
-                value = decode_consumer_value(key.kind, record.value)
             else:
-                value = decode_group_metadata_value(record.value)
+                owner = self._record_owners.get(type(key))
+                if owner is None:
+                    continue
+                value = owner.decode_value(key, record.value)
             decoded.append((record.offset, key, value))
         for offset, key, value in decoded:
             self.replay(offset, header.producer_id, key, value)
-
-    def _on_loaded(self) -> None:
-        self.classic.on_loaded()
-        self._rearm_consumer_timers()
-        self.loaded = True
-        self._schedule_cleanup()
 
     def unload(self) -> None:
         """Stop serving: answer parked requests with NOT_COORDINATOR and cancel every timer."""
         self.loaded = False
         self.timer.cancel(("cleanup", self.partition))
-        self.classic.unload()
-        self._cancel_consumer_timers()
+        for manager in self.group_managers:
+            manager.unload()
 
-    # == transitional: what the consumer and migration mixins still ask of the shard ===========
-
-    @property
-    def groups(self):
-        return self.classic.groups
-
-    def _remove_group(self, group_id: str) -> None:
-        self.classic.remove_group(group_id)
-
-    def _group_metadata_record(self, group, assignment):
-        return self.classic.group_metadata_record(group, assignment)
-
-    def _reschedule_heartbeat(self, group, member) -> None:
-        self.classic._reschedule_heartbeat(group, member)
-
-    def _prepare_rebalance(self, group):
-        return self.classic.prepare_rebalance(group)
-
-    # == timers ==================================================================================
-
-    def schedule(self, key, delay_ms: int, operation: Callable[[], CoordinatorResult]) -> None:
-        self.timer.schedule(key, delay_ms, lambda: self.execute(operation()))
-
-    _schedule = schedule
-
-    def _schedule_cleanup(self) -> None:
-        def run() -> CoordinatorResult:
-            result = self._cleanup_group_metadata()
-            self._schedule_cleanup()
-            return result
-        self._schedule(("cleanup", self.partition), self.config.offsets_retention_check_interval_ms, run)
-
-    # == offsets (OffsetManager), and what it asks of the group types =======================
+    # == offsets (OffsetManager), and the type that answers for a group's offsets ================
 
     def commit_offsets(self, request: dict, api_version: int) -> dict:
-        return self._execute(self.offsets.commit(request, api_version))
+        return self.execute(self.offsets.commit(request, api_version))
 
     def txn_commit_offsets(self, request: dict, api_version: int) -> dict:
         """TxnOffsetCommit: the offsets stay pending until the producer's transaction ends."""
-        return self._execute(self.offsets.txn_commit(request, api_version))
+        return self.execute(self.offsets.txn_commit(request, api_version))
 
     def fetch_offsets(self, group_id: str, topics: Optional[list[dict]], require_stable: bool = False,
                       member_id: Optional[str] = None, member_epoch: int = -1) -> dict:
         return self.offsets.fetch(group_id, topics, require_stable, member_id, member_epoch)
 
     def delete_offsets(self, request: dict) -> dict:
-        return self._execute(self.offsets.delete(request))
+        return self.execute(self.offsets.delete(request))
 
     def has_pending_transaction(self, producer_id: int) -> bool:
         return self.offsets.has_pending_transaction(producer_id)
@@ -319,13 +357,16 @@ class CoordinatorShard(ConsumerGroupsMixin, MigrationMixin):
                              coordinator_epoch: int = 0) -> None:
         """Write the producer's COMMIT/ABORT marker to this partition and apply it (the transaction
         coordinator calls this, as Kafka's WriteTxnMarkers does for __consumer_offsets partitions)."""
-        batch = build_control_batch(commit, producer_id, producer_epoch, coordinator_epoch, self._now())
+        batch = build_control_batch(commit, producer_id, producer_epoch, coordinator_epoch, self.now())
         set_partition_leader_epoch(batch, 0, 0)  # the leader's epoch, as every appended batch (Kafka 4.2)
         self.log.append(batch)
         self.offsets.replay_end_transaction(producer_id, commit)
 
-    def offset_owner(self, group_id: str):
-        return self if group_id in self.consumer_groups else self.classic
+    def offset_owner(self, group_id: str) -> OffsetOwner:
+        """The group type that answers for the offsets of ``group_id``: the one holding it, else the
+        classic manager (offsets without membership make a "simple" classic group, as in Kafka)."""
+        manager = self._manager(group_id)
+        return self.classic if manager is None else manager  # type: ignore[return-value]
 
     def ensure_group(self, group_id: str) -> None:
         if self.group_type(group_id) is None:
@@ -336,29 +377,41 @@ class CoordinatorShard(ConsumerGroupsMixin, MigrationMixin):
         if self.classic.group(group_id) is None:
             self.classic.create_group(group_id)
 
-    def validate_offset_commit(self, group_id: str, member_id: str, instance_id: Optional[str],
-                               generation: int, api_version: int) -> Optional[ErrorCode]:
-        consumer = self.consumer_groups[group_id]
-        code = self.validate_consumer_offset_commit(consumer, member_id, generation, api_version=api_version)
-        if code is not None:
-            return code
-        if member_id in consumer.members:
-            self._schedule_session(group_id, member_id)  # a commit keeps the session alive, as in Kafka
-        return None
+    # == classic protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup ===========================
 
-    def validate_txn_offset_commit(self, group_id: str, member_id: str, instance_id: Optional[str],
-                                   generation: int) -> Optional[ErrorCode]:
-        # A KIP-848 group: the generation field carries the member epoch.
-        return self.validate_consumer_offset_commit(self.consumer_groups[group_id], member_id, generation,
-                                                    transactional=True)
+    def _classic_protocol(self, group_id: str):
+        """The classic manager, or ``migration`` for an id a consumer group holds (its classic members)."""
+        return self.migration if self.group_type(group_id) == "consumer" else self.classic
 
-    def validate_offset_fetch(self, group_id: str, member_id: Optional[str], member_epoch: int) -> Optional[ErrorCode]:
-        return self.validate_consumer_offset_fetch(self.consumer_groups[group_id], member_id, member_epoch)
+    def join_group(self, request: dict, *, api_version: int, client_id: str, client_host: str,
+                   respond: Respond) -> None:
+        self.execute(self._classic_protocol(request["group_id"]).join(request, api_version, client_id or "",
+                                                                      client_host, respond))
 
-    def validate_offset_delete(self, group_id: str):
-        return ErrorCode.GROUP_ID_NOT_FOUND, None
+    def sync_group(self, request: dict, respond: Respond) -> None:
+        self.execute(self._classic_protocol(request["group_id"]).sync(request, respond))
 
-    # == admin: describe, list, delete ===========================================================
+    def heartbeat(self, request: dict) -> dict:
+        return self.execute(self._classic_protocol(request["group_id"]).heartbeat(request))
+
+    def leave_group(self, group_id: str, members: list[dict]) -> dict:
+        """``members``: [{member_id, group_instance_id}]; the response has one entry per member."""
+        return self.execute(self._classic_protocol(group_id).leave(group_id, members))
+
+    # == KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe ==================================
+
+    def consumer_group_heartbeat(self, request: dict, *, api_version: int, client_id: str,
+                                 client_host: str) -> dict:
+        return self.execute(self.consumer.heartbeat(request, api_version, client_id or "", client_host))
+
+    def consumer_group_describe(self, group_id: str, names_by_id: Callable[[uuid.UUID], Optional[str]]) -> dict:
+        return self.consumer.describe(group_id, names_by_id)
+
+    def expire_consumer_member(self, group_id: str, member_id: str) -> bool:
+        """Remove a member now, as its session timeout would (test kits' "expire a member")."""
+        return self.consumer.expire_member(group_id, member_id)
+
+    # == admin: DescribeGroups, ListGroups, DeleteGroups =========================================
 
     def describe_group(self, group_id: str) -> dict:
         return self.classic.describe_group(group_id)
@@ -366,89 +419,18 @@ class CoordinatorShard(ConsumerGroupsMixin, MigrationMixin):
     def list_groups(self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()) -> list[dict]:
         states = {s.lower() for s in states_filter}
         types = {t.lower() for t in types_filter}
-        out = self.classic.list_groups(states, types)
-        for consumer in self.consumer_groups.values():
-            if states and str(consumer.state).lower() not in states:
-                continue
-            if types and "consumer" not in types:
-                continue
-            out.append({"group_id": consumer.group_id, "protocol_type": "consumer",
-                        "group_state": str(consumer.state), "group_type": "consumer"})
-        return out
+        return [g for manager in self.group_managers for g in manager.list_groups(states, types)]
 
     def delete_group(self, group_id: str) -> ErrorCode:
-        return self._execute(self._delete_group(group_id))
+        return self.execute(self._delete_group(group_id))
 
     def _delete_group(self, group_id: str) -> CoordinatorResult:
-        consumer = self.consumer_groups.get(group_id)
-        if consumer is not None:
-            if consumer.members:
-                return _empty(ErrorCode.NON_EMPTY_GROUP)
-            records: list[Record] = self.offsets.tombstones(group_id)
-            records.extend(self.consumer_group_records_for_delete(group_id))
-            return CoordinatorResult(records, ErrorCode.NONE, on_appended=lambda error: error)
-        error = self.classic.validate_delete_group(group_id)
+        manager = self._manager(group_id) or self.classic
+        error = manager.validate_delete_group(group_id)
         if error is not None:
             return _empty(error)
-        records = self.offsets.tombstones(group_id) + self.classic.group_tombstones(group_id)
+        records = self.offsets.tombstones(group_id) + manager.group_tombstones(group_id)
         return CoordinatorResult(records, ErrorCode.NONE, on_appended=lambda error: error)
-
-    # == retention ===============================================================================
-
-    def cleanup_group_metadata(self) -> None:
-        """Expire offsets past retention and delete groups left empty with no offsets."""
-        self._execute(self._cleanup_group_metadata())
-
-    def _cleanup_group_metadata(self) -> CoordinatorResult:
-        records: list[Record] = []
-        for group_id, group in self.classic.retention_candidates():
-            if self.offsets.expire(group_id, group, records) and self.classic.deletable_without_offsets(group):
-                records.extend(self.classic.group_tombstones(group_id))
-        for group_id, consumer in list(self.consumer_groups.items()):
-            # As Kafka: an empty consumer group whose offsets have all expired is deleted.
-            if self.offsets.expire(group_id, consumer, records) and not consumer.members:
-                records.extend(self.consumer_group_records_for_delete(group_id))
-        return CoordinatorResult(records)
-
-    # == classic-protocol requests (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) ==================
-
-    def join_group(self, request: dict, *, api_version: int, client_id: str, client_host: str,
-                   respond) -> None:
-        consumer = self.consumer_groups.get(request["group_id"])
-        if consumer is not None:
-            if consumer.members:
-                # Online migration: classic members live in a non-empty consumer group (``migration``).
-                session_timeout = request["session_timeout_ms"]
-                if not (self.config.min_session_timeout_ms <= session_timeout <= self.config.max_session_timeout_ms):
-                    respond(join_error(ErrorCode.INVALID_SESSION_TIMEOUT, request["member_id"]))
-                    return
-                self._execute(self._classic_join_to_consumer_group(consumer, request, api_version, client_id or "",
-                                                                   client_host, respond))
-                return
-            # An empty consumer group becomes a classic group whatever the migration policy (its offsets stay).
-            log.info("group %s: empty consumer group converted to a classic group", request["group_id"])
-            self._execute(CoordinatorResult(self.consumer_group_records_for_delete(request["group_id"])))
-        self.execute(self.classic.join(request, api_version, client_id or "", client_host, respond))
-
-    def sync_group(self, request: dict, respond) -> None:
-        consumer = self.consumer_groups.get(request["group_id"])
-        if consumer is not None:
-            self.execute(self._classic_sync_to_consumer_group(consumer, request, respond))
-            return
-        self.execute(self.classic.sync(request, respond))
-
-    def heartbeat(self, request: dict) -> dict:
-        consumer = self.consumer_groups.get(request["group_id"])
-        if consumer is not None:
-            return self.execute(self._classic_heartbeat_to_consumer_group(consumer, request))
-        return self.execute(self.classic.heartbeat(request))
-
-    def leave_group(self, group_id: str, members: list[dict]) -> dict:
-        """``members``: [{member_id, group_instance_id}]; the response has one entry per member."""
-        consumer = self.consumer_groups.get(group_id)
-        if consumer is not None:
-            return self.execute(self._classic_leave_to_consumer_group(consumer, members))
-        return self.execute(self.classic.leave(group_id, members))
 
     # == test control (broker/control.py) ========================================================
 
@@ -458,6 +440,27 @@ class CoordinatorShard(ConsumerGroupsMixin, MigrationMixin):
     def force_rebalance(self, group_id: str) -> bool:
         return self.classic.force_rebalance(group_id)
 
+    # == retention ===============================================================================
 
-__all__ = ["CoordinatorShard", "CoordinatorResult", "GroupConfig", "MemoryOffsetsLog", "OffsetsLog",
-           "OffsetAndMetadata", "join_error", "sync_error"]
+    def _schedule_cleanup(self) -> None:
+        def run() -> CoordinatorResult:
+            result = self._cleanup_group_metadata()
+            self._schedule_cleanup()
+            return result
+        self.schedule(("cleanup", self.partition), self.config.offsets_retention_check_interval_ms, run)
+
+    def cleanup_group_metadata(self) -> None:
+        """Expire offsets past retention and delete groups left empty with no offsets."""
+        self.execute(self._cleanup_group_metadata())
+
+    def _cleanup_group_metadata(self) -> CoordinatorResult:
+        records: list[Record] = []
+        for manager in self.group_managers:
+            for group_id, group in manager.retention_candidates():
+                if self.offsets.expire(group_id, group, records) and manager.deletable_without_offsets(group):
+                    records.extend(manager.group_tombstones(group_id))
+        return CoordinatorResult(records)
+
+
+__all__ = ["CoordinatorShard", "CoordinatorResult", "GroupConfig", "GroupManager", "MemoryOffsetsLog",
+           "OffsetsLog", "OffsetAndMetadata", "join_error", "sync_error"]

@@ -108,10 +108,10 @@ class Harness:
     # -- scenarios ---------------------------------------------------------------------------
 
     def group(self, group="g"):
-        return self.shard.groups[group]
+        return self.shard.classic.groups[group]
 
     def state(self, group="g") -> GroupState:
-        return self.shard.groups[group].state
+        return self.shard.classic.groups[group].state
 
     def stable_group(self, n: int, group="g", **kw) -> list[str]:
         """Build a Stable group of n dynamic members, the first being leader; returns their ids."""

@@ -47,7 +47,7 @@ class CG:
                                                    client_host="/127.0.0.1")
 
     def group(self, gid="g"):
-        return self.shard.consumer_groups[gid]
+        return self.shard.consumer.groups[gid]
 
 
 def parts(response) -> dict:
@@ -326,7 +326,7 @@ def test_list_describe_delete_and_the_other_protocols_group_id():
     cg.hb("b", -1)
     assert cg.group().state == ConsumerGroupState.EMPTY
     assert cg.shard.delete_group("g") == E.NONE
-    assert "g" not in cg.shard.consumer_groups
+    assert "g" not in cg.shard.consumer.groups
 
 
 def test_empty_classic_group_upgrades_and_empty_consumer_group_downgrades():
@@ -334,20 +334,20 @@ def test_empty_classic_group_upgrades_and_empty_consumer_group_downgrades():
     cg.shard.commit_offsets({"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "",
                              "topics": [{"name": "t1", "partitions": [{"partition_index": 0, "committed_offset": 7}]}]},
                             api_version=9)
-    assert "g" in cg.shard.groups
+    assert "g" in cg.shard.classic.groups
     r = cg.hb("a", 0)
     assert r["error_code"] == E.NONE
-    assert "g" not in cg.shard.groups and "g" in cg.shard.consumer_groups
+    assert "g" not in cg.shard.classic.groups and "g" in cg.shard.consumer.groups
     assert cg.shard.fetch_offsets("g", None)["topics"][0]["partitions"][0]["committed_offset"] == 7
     cg.hb("a", -1)
     box = []
     cg.shard.join_group({"group_id": "g", "member_id": "m", "session_timeout_ms": 10000, "rebalance_timeout_ms": 1000,
                          "group_instance_id": None, "protocol_type": "consumer", "protocols": []},
                         api_version=9, client_id="c", client_host="h", respond=box.append)
-    assert "g" not in cg.shard.consumer_groups
+    assert "g" not in cg.shard.consumer.groups
     # After a restart, the log says the same: classic (offsets only), no consumer group.
     cg2 = cg.restart()
-    assert "g" not in cg2.shard.consumer_groups
+    assert "g" not in cg2.shard.consumer.groups
     assert cg2.shard.fetch_offsets("g", None)["topics"][0]["partitions"][0]["committed_offset"] == 7
 
 
@@ -360,7 +360,7 @@ def test_non_empty_classic_group_id_is_not_found_for_heartbeat():
                          "protocols": [{"name": "range", "metadata": b""}]},
                         api_version=3, client_id="c", client_host="h", respond=box.append)
     cg.timer.advance(0)
-    assert cg.shard.groups["classic"].all_members()
+    assert cg.shard.classic.groups["classic"].all_members()
     assert cg.hb("a", 0, group="classic")["error_code"] == E.GROUP_ID_NOT_FOUND
 
 
@@ -371,7 +371,7 @@ def test_an_empty_group_changes_type_whatever_the_migration_policy(policy):
     cg.shard.commit_offsets({"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "",
                              "topics": [{"name": "t1", "partitions": [{"partition_index": 0, "committed_offset": 7}]}]},
                             api_version=9)
-    assert cg.hb("a", 0)["error_code"] == E.NONE and "g" not in cg.shard.groups
+    assert cg.hb("a", 0)["error_code"] == E.NONE and "g" not in cg.shard.classic.groups
 
 
 def test_transactional_and_old_version_commits_of_consumer_group_members():
@@ -387,7 +387,7 @@ def test_transactional_and_old_version_commits_of_consumer_group_members():
     assert txn("a", 1) == E.STALE_MEMBER_EPOCH
     assert txn("zz", 2) == E.UNKNOWN_MEMBER_ID
     assert txn("a", 2) == E.NONE
-    assert "g" not in cg.shard.groups  # no classic group sneaks in beside the consumer group
+    assert "g" not in cg.shard.classic.groups  # no classic group sneaks in beside the consumer group
     v8 = cg.shard.commit_offsets({"group_id": "g", "generation_id_or_member_epoch": 2, "member_id": "a",
                                   "topics": topics}, api_version=8)
     assert v8["topics"][0]["partitions"][0]["error_code"] == E.UNSUPPORTED_VERSION
@@ -415,8 +415,8 @@ def test_retention_expires_offsets_and_deletes_the_empty_group():
     cg.hb("a", -1)
     cg.shard.cleanup_group_metadata()
     # Nobody subscribes any more: the offset expires and the empty group goes with it.
-    assert "g" not in cg.shard.offsets.committed and "g" not in cg.shard.consumer_groups
-    assert "g" not in cg.restart().shard.consumer_groups
+    assert "g" not in cg.shard.offsets.committed and "g" not in cg.shard.consumer.groups
+    assert "g" not in cg.restart().shard.consumer.groups
 
 
 def test_empty_regex_beside_names_is_no_regex():
@@ -443,11 +443,11 @@ def test_coordinator_expires_a_consumer_member_for_test_kits():
     assert r["error_code"] == E.NONE and r["assignment"]["topic_partitions"][0]["partitions"] == [0, 1]
     assert coord.expire_consumer_member("g", "a") is True
     assert coord.expire_consumer_member("g", "a") is False
-    assert shard.consumer_groups["g"].members == {}
+    assert shard.consumer.groups["g"].members == {}
 
 
 def test_heartbeat_or_leave_for_a_group_that_does_not_exist():
     cg = CG()
     assert cg.hb("a", 3, group="nope")["error_code"] == E.GROUP_ID_NOT_FOUND
     assert cg.hb("a", -1, group="nope")["error_code"] == E.GROUP_ID_NOT_FOUND
-    assert "nope" not in cg.shard.consumer_groups
+    assert "nope" not in cg.shard.consumer.groups

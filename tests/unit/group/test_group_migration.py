@@ -77,7 +77,7 @@ class Mixed(CG):
         # JoinGroup v3: no KIP-394 round trip; both are parked until the initial rebalance delay (0) ends.
         assert self.join("", version=3) is None and self.join("", version=3) is None
         self.timer.advance(0)
-        group = self.shard.groups["g"]
+        group = self.shard.classic.groups["g"]
         a, b = list(group.members)
         assert group.generation_id == 1
         leader = group.leader_id
@@ -93,7 +93,7 @@ def test_heartbeat_upgrades_a_classic_group_and_classic_members_reconcile_by_rej
     a, b = cg.classic_pair()
     r = cg.hb("n", 0)
     assert r["error_code"] == E.NONE
-    assert "g" not in cg.shard.groups and "g" in cg.shard.consumer_groups
+    assert "g" not in cg.shard.classic.groups and "g" in cg.shard.consumer.groups
     g = cg.group()
     # The classic members keep their generation as member epoch and their assignment; the newcomer waits.
     assert {m: (x.member_epoch, x.assigned, x.uses_classic_protocol) for m, x in g.members.items()} == {
@@ -133,7 +133,7 @@ def test_heartbeat_upgrades_a_classic_group_and_classic_members_reconcile_by_rej
     snapshot = {m: (x.member_epoch, x.assigned, x.classic) for m, x in g.members.items()}
     cg2 = cg.restart()
     assert {m: (x.member_epoch, x.assigned, x.classic) for m, x in cg2.group().members.items()} == snapshot
-    assert "g" not in cg2.shard.groups
+    assert "g" not in cg2.shard.classic.groups
     assert cg2.timer.deadline(("cg-session", "g", a)) == cg2.timer.now_ms() + 10000
     d = cg2.shard.consumer_group_describe("g", lambda t: "t1")
     assert sorted(m["member_type"] for m in d["members"]) == [0, 0, 1]
@@ -151,10 +151,10 @@ def test_the_migration_policy_governs_the_upgrade(policy, upgrades):
     cg.classic_pair()
     r = cg.hb("n", 0)
     if upgrades:
-        assert r["error_code"] == E.NONE and "g" in cg.shard.consumer_groups
+        assert r["error_code"] == E.NONE and "g" in cg.shard.consumer.groups
     else:
         assert r["error_code"] == E.GROUP_ID_NOT_FOUND
-        assert cg.shard.groups["g"].state is GroupState.STABLE and "g" not in cg.shard.consumer_groups
+        assert cg.shard.classic.groups["g"].state is GroupState.STABLE and "g" not in cg.shard.consumer.groups
 
 
 def test_a_group_with_malformed_embedded_protocol_is_not_upgraded():
@@ -166,7 +166,7 @@ def test_a_group_with_malformed_embedded_protocol_is_not_upgraded():
                         api_version=3, client_id="c", client_host="h", respond=box.append)
     cg.timer.advance(0)
     assert cg.hb("n", 0)["error_code"] == E.GROUP_ID_NOT_FOUND
-    assert cg.shard.groups["g"].all_members()
+    assert cg.shard.classic.groups["g"].all_members()
 
 
 def _consumer_then_classic(cg: Mixed, instance=None) -> str:
@@ -197,10 +197,10 @@ def test_the_last_consumer_member_leaving_downgrades_as_the_policy_allows(policy
     r = cg.hb("n", -1)
     assert r["error_code"] == E.NONE
     if not downgrades:
-        assert "g" in cg.shard.consumer_groups and list(cg.group().members) == [c]
+        assert "g" in cg.shard.consumer.groups and list(cg.group().members) == [c]
         return
-    assert "g" not in cg.shard.consumer_groups
-    group = cg.shard.groups["g"]
+    assert "g" not in cg.shard.consumer.groups
+    group = cg.shard.classic.groups["g"]
     # A classic group at the consumer group's epoch, rebalancing so that its members resynchronise.
     assert group.state is GroupState.PREPARING_REBALANCE and group.generation_id == 2
     assert list(group.members) == [c] and group.protocol_name == "range"
@@ -210,7 +210,7 @@ def test_the_last_consumer_member_leaving_downgrades_as_the_policy_allows(policy
     synced = cg.sync(c, 3, {c: assignment(0, 1, 2, 3, 4, 5)})
     assert decode_assignment(synced["assignment"]) == {0, 1, 2, 3, 4, 5}
     cg2 = cg.restart()
-    assert "g" not in cg2.shard.consumer_groups and cg2.shard.groups["g"].generation_id == 3
+    assert "g" not in cg2.shard.consumer.groups and cg2.shard.classic.groups["g"].generation_id == 3
 
 
 def test_downgrade_before_the_rebalance_survives_a_restart():
@@ -219,8 +219,8 @@ def test_downgrade_before_the_rebalance_survives_a_restart():
     target = cg.group().target[c][T1]
     cg.hb("n", -1)
     cg2 = cg.restart()
-    group = cg2.shard.groups["g"]
-    assert "g" not in cg2.shard.consumer_groups and list(group.members) == [c]
+    group = cg2.shard.classic.groups["g"]
+    assert "g" not in cg2.shard.consumer.groups and list(group.members) == [c]
     # The record carries the consumer group's target as the member's classic assignment.
     assert decode_assignment(group.members[c].assignment) == target
 
@@ -229,7 +229,7 @@ def test_a_consumer_member_expired_by_its_session_also_downgrades():
     cg = Mixed()
     c = _consumer_then_classic(cg)
     assert cg.shard.expire_consumer_member("g", "n")
-    assert "g" not in cg.shard.consumer_groups and list(cg.shard.groups["g"].members) == [c]
+    assert "g" not in cg.shard.consumer.groups and list(cg.shard.classic.groups["g"].members) == [c]
 
 
 def test_classic_members_are_fenced_by_their_session_join_and_sync_timeouts():
@@ -307,10 +307,10 @@ def test_a_failed_append_leaves_the_classic_group_as_it_was():
     cg.log.fail_with = KafkaError(E.NOT_LEADER_OR_FOLLOWER)
     r = cg.hb("n", 0)
     assert r["error_code"] == E.NOT_COORDINATOR
-    assert "g" not in cg.shard.consumer_groups and set(cg.shard.groups["g"].members) == {a, b}
+    assert "g" not in cg.shard.consumer.groups and set(cg.shard.classic.groups["g"].members) == {a, b}
     cg.log.fail_with = None
     cg.timer.advance(20000)  # the session timers armed for the conversion find no consumer group
-    assert "g" not in cg.shard.consumer_groups
+    assert "g" not in cg.shard.consumer.groups
 
 
 def test_an_upgrade_mid_rebalance_answers_the_parked_requests():
@@ -321,7 +321,7 @@ def test_an_upgrade_mid_rebalance_answers_the_parked_requests():
                          "group_instance_id": None, "protocol_type": "consumer",
                          "protocols": [{"name": "range", "metadata": sub({0, 1, 2}, topics=("t1", "t2"))}]},
                         api_version=5, client_id="classic", client_host="h", respond=parked.append)
-    assert not parked and cg.shard.groups["g"].state is GroupState.PREPARING_REBALANCE
+    assert not parked and cg.shard.classic.groups["g"].state is GroupState.PREPARING_REBALANCE
     assert cg.hb("n", 0)["error_code"] == E.NONE
     assert parked[0]["error_code"] == E.REBALANCE_IN_PROGRESS
     # Still at generation 1 with its last assignment; it rejoins the consumer group like any classic member.
@@ -340,8 +340,8 @@ def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades(p
     if not downgrades:
         assert set(cg.group().members) == {c, new} and cg.group().members[new].uses_classic_protocol
         return
-    assert "g" not in cg.shard.consumer_groups
-    group = cg.shard.groups["g"]
+    assert "g" not in cg.shard.consumer.groups
+    group = cg.shard.classic.groups["g"]
     # No rebalance: the newcomer has n's assignment and the classic member keeps its own.
     assert group.state is GroupState.STABLE and set(group.members) == {c, new}
     assert group.static_member_id("i1") == new
@@ -349,4 +349,4 @@ def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades(p
     synced = cg.sync(new, group.generation_id)
     assert decode_assignment(synced["assignment"]) == target
     cg2 = cg.restart()
-    assert "g" not in cg2.shard.consumer_groups and set(cg2.shard.groups["g"].members) == {c, new}
+    assert "g" not in cg2.shard.consumer.groups and set(cg2.shard.classic.groups["g"].members) == {c, new}

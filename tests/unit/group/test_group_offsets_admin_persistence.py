@@ -48,7 +48,7 @@ def test_commit_to_unknown_group_with_a_generation():
     v9 = h.commit("nope", {("t", 0): 1}, member_id="m", generation=3, version=9)
     assert v8["topics"][0]["partitions"][0]["error_code"] == E.ILLEGAL_GENERATION
     assert v9["topics"][0]["partitions"][0]["error_code"] == E.GROUP_ID_NOT_FOUND
-    assert "nope" not in h.shard.groups
+    assert "nope" not in h.shard.classic.groups
 
 
 def test_commit_during_completing_rebalance_is_rebalance_in_progress():
@@ -102,7 +102,7 @@ def test_retention_of_standalone_offsets_counts_from_commit_time():
     assert h.committed("s", "t", 0) == (-1, "") and h.committed("s", "t", 1) == (2, "")
     h.timer.advance(5 * MINUTE)
     assert h.committed("s", "t", 1) == (-1, "")
-    assert "s" not in h.shard.groups  # no offsets left: the empty group is deleted
+    assert "s" not in h.shard.classic.groups  # no offsets left: the empty group is deleted
     assert records_in_log(h)[-1] == (GroupMetadataKey("s"), True)
 
 
@@ -140,7 +140,7 @@ def test_offsets_of_an_empty_consumer_group_expire_from_when_it_became_empty():
     assert h.committed("g", "t", 0) == (1, "")
     h.timer.advance(MINUTE)
     assert h.timer.clock.now_ms() - empty_since >= 10 * MINUTE
-    assert h.committed("g", "t", 0) == (-1, "") and "g" not in h.shard.groups
+    assert h.committed("g", "t", 0) == (-1, "") and "g" not in h.shard.classic.groups
 
 
 def test_describe_list_groups():
@@ -172,13 +172,13 @@ def test_delete_groups():
     assert h.shard.delete_group("g") == E.NON_EMPTY_GROUP
     assert h.shard.delete_group("nope") == E.GROUP_ID_NOT_FOUND
     assert h.shard.delete_group("solo") == E.NONE
-    assert "solo" not in h.shard.groups and h.committed("solo", "t", 0) == (-1, "")
+    assert "solo" not in h.shard.classic.groups and h.committed("solo", "t", 0) == (-1, "")
     tail = records_in_log(h)[-3:]
     assert sorted(map(str, tail)) == sorted(map(str, [(OffsetCommitKey("solo", "t", 0), True),
                                                       (OffsetCommitKey("solo", "u", 1), True),
                                                       (GroupMetadataKey("solo"), True)]))
     # Deleted for good: a restart does not bring it back.
-    assert "solo" not in h.restart().shard.groups
+    assert "solo" not in h.restart().shard.classic.groups
 
 
 def test_offset_delete():
@@ -248,9 +248,9 @@ def test_cleanup_removes_empty_groups_without_offsets_but_spares_pending_joins()
     h.join("lonely", "", protocol_type="")  # rejected join: leaves an Empty group behind
     pending = h.join("pending", "", session=2 * MINUTE).value["member_id"]
     h.timer.advance(MINUTE - 1)
-    assert "lonely" in h.shard.groups
+    assert "lonely" in h.shard.classic.groups
     h.timer.advance(1)
-    assert "lonely" not in h.shard.groups
+    assert "lonely" not in h.shard.classic.groups
     assert records_in_log(h)[-1] == (GroupMetadataKey("lonely"), True)
     box = h.join("pending", pending, session=2 * MINUTE)
     h.timer.advance(0)
@@ -331,10 +331,10 @@ def test_open_transaction_keeps_offsets_and_group_from_expiring():
     h.commit("s", {("t", 0): 1})
     txn_commit(h, "s", {("t", 0): 2}, producer_id=4)
     h.timer.advance(30 * MINUTE)
-    assert h.committed("s", "t", 0) == (1, "") and "s" in h.shard.groups
+    assert h.committed("s", "t", 0) == (1, "") and "s" in h.shard.classic.groups
     h.shard.complete_transaction(4, 0, commit=False)
     h.timer.advance(MINUTE)
-    assert h.committed("s", "t", 0) == (-1, "") and "s" not in h.shard.groups
+    assert h.committed("s", "t", 0) == (-1, "") and "s" not in h.shard.classic.groups
 
 
 def test_coordinator_completes_transactions_in_every_shard_that_holds_them():

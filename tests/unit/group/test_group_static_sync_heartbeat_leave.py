@@ -137,7 +137,7 @@ def test_sync_followers_parked_until_leader_assignment_is_persisted():
     batches_before = len(h.log.batches)
     seen = []
     f1.append = lambda resp: seen.append((resp, len(h.log.batches)))  # record log length at delivery
-    h.shard.groups["g"].member(ids[1]).awaiting_sync = f1.append
+    h.shard.classic.groups["g"].member(ids[1]).awaiting_sync = f1.append
     leader = h.sync("g", ids[0], gen, {ids[0]: b"A", ids[1]: b"B"})  # forgets the new member
     assert leader.value["assignment"] == b"A"
     resp, log_len = seen[0]
