@@ -518,7 +518,7 @@ class ConsumerGroupManager:
 
     def fence_members(self, group: ConsumerGroup, member_ids: set[str], response, records=None):
         """Remove members; the group becomes a classic group again when only classic members remain
-        and the migration policy allows it (``migration._maybe_downgrade``)."""
+        and the migration policy allows it (``migration.GroupMigration.maybe_downgrade``)."""
         records = [] if records is None else records
         downgrade = self.migration.maybe_downgrade(group, member_ids, response, records)
         if downgrade is not None:
