@@ -40,13 +40,6 @@ log = logging.getLogger("minikafka.controller")
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 
-INVALID_TOPIC_EXCEPTION = 17
-UNKNOWN_TOPIC_OR_PARTITION = 3
-TOPIC_ALREADY_EXISTS = 36
-INVALID_PARTITIONS = 37
-INVALID_REPLICATION_FACTOR = 38
-INVALID_CONFIG = 40
-INVALID_REQUEST = 42
 
 # The topics Kafka itself treats as internal (Topic.INTERNAL_TOPICS).
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
@@ -199,7 +192,7 @@ class Controller:
         """The PartitionLog of (topic, partition); KafkaError(UNKNOWN_TOPIC_OR_PARTITION) if none."""
         info = self.topics.get(topic)
         if info is None or not 0 <= partition < info.num_partitions:
-            raise KafkaError(UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {topic}-{partition}")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {topic}-{partition}")
         plog = self._logs.get(topic, partition)
         if plog is None:
             try:
@@ -229,24 +222,24 @@ class Controller:
                      internal: bool = False) -> TopicInfo:
         reason = topic_name_error(name)
         if reason:
-            raise KafkaError(INVALID_TOPIC_EXCEPTION, reason)
+            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
         if name in self.topics:
-            raise KafkaError(TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         collision = name.replace(".", "_")
         for existing in self.topics:
             if existing.replace(".", "_") == collision:
-                raise KafkaError(INVALID_TOPIC_EXCEPTION,
+                raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                  f"Topic '{name}' collides with existing topic: {existing}")
         if num_partitions == -1:
             num_partitions = self.config.get("num.partitions")
         if num_partitions <= 0:
-            raise KafkaError(INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
         if replication_factor == -1:
             replication_factor = self.config.get("default.replication.factor")
         if replication_factor <= 0:
-            raise KafkaError(INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
+            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
         if replication_factor != 1:
-            raise KafkaError(INVALID_REPLICATION_FACTOR,
+            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
                              f"Unable to replicate the partition {replication_factor} time(s): "
                              f"The target replication factor of {replication_factor} cannot be reached "
                              f"because only 1 broker(s) are registered.")
@@ -274,7 +267,7 @@ class Controller:
             try:
                 validate_topic_config(key, value)
             except ConfigError as exc:
-                raise KafkaError(INVALID_CONFIG, str(exc)) from None
+                raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
             clean[key] = str(value)
         try:
             from minikafka.storage.config import LogConfig
@@ -283,13 +276,13 @@ class Controller:
         except ImportError:
             pass
         except ValueError as exc:
-            raise KafkaError(INVALID_CONFIG, str(exc)) from None
+            raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
         return clean
 
     def delete_topic(self, name: str) -> TopicInfo:
         info = self.topics.get(name)
         if info is None:
-            raise KafkaError(UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name}")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name}")
         self._commit({"type": "remove_topic", "name": name})
         self._logs.delete_topic(name)
         self.producer_states.drop_topic(name)
@@ -299,13 +292,13 @@ class Controller:
     def create_partitions(self, name: str, new_total: int, validate_only: bool = False) -> TopicInfo:
         info = self.topics.get(name)
         if info is None:
-            raise KafkaError(UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name}")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name}")
         if new_total < info.num_partitions:
-            raise KafkaError(INVALID_PARTITIONS,
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS,
                              f"Topic currently has {info.num_partitions} partitions, which is higher than "
                              f"the requested {new_total}.")
         if new_total == info.num_partitions:
-            raise KafkaError(INVALID_PARTITIONS, f"Topic already has {info.num_partitions} partitions.")
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {info.num_partitions} partitions.")
         if validate_only:
             return info
         old_total = info.num_partitions
@@ -337,14 +330,14 @@ class Controller:
         """Apply overrides; a None value removes the override (back to the broker default)."""
         info = self.topics.get(name)
         if info is None:
-            raise KafkaError(UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name}")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name}")
         merged = dict(info.configs)
         for key, value in configs.items():
             if value is None:
                 from .config import TOPIC_CONFIGS
 
                 if key not in TOPIC_CONFIGS:
-                    raise KafkaError(INVALID_CONFIG, f"unknown topic config {key!r}")
+                    raise KafkaError(ErrorCode.INVALID_CONFIG, f"unknown topic config {key!r}")
                 merged.pop(key, None)
             else:
                 merged[key] = value
@@ -358,7 +351,7 @@ class Controller:
         nothing is recorded because nothing about the topic itself changed."""
         info = self.topics.get(name)
         if info is None:
-            raise KafkaError(UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name}")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name}")
         self._logs.update_topic_config(name, self._log_configs(info))
 
     # -- maintenance -------------------------------------------------------------------------

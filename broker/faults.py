@@ -202,7 +202,7 @@ class Fault:
             if spec.get("error") is None:
                 raise FaultError(f"action {action} needs an error (name or code)")
             self.error = error_code_of(spec["error"])
-            if self.error == 0:
+            if self.error == ErrorCode.NONE:
                 raise FaultError("error NONE is not a fault")
         elif spec.get("error") is not None:
             raise FaultError(f"action {action} takes no error")

@@ -30,6 +30,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple
 
+from minikafka.protocol.errors import ErrorCode
 from minikafka.storage import producer_snapshot
 
 log = logging.getLogger("minikafka.producer_state")
@@ -40,9 +41,6 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 
-NONE = 0
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-INVALID_PRODUCER_EPOCH = 47
 
 
 def last_sequence(base_sequence: int, last_offset_delta: int) -> int:
@@ -103,23 +101,23 @@ class PartitionProducerState:
         """Validate a batch before it is appended; does not change the state."""
         entry = self.producers.get(producer_id)
         if entry is None:
-            return Check(NONE, None)
+            return Check(ErrorCode.NONE, None)
         first_seq = base_sequence
         last_seq = last_sequence(base_sequence, last_offset_delta)
         duplicate = entry.find_duplicate(epoch, first_seq, last_seq)
         if duplicate is not None:
-            return Check(NONE, duplicate)
+            return Check(ErrorCode.NONE, duplicate)
         if epoch < entry.epoch:
-            return Check(INVALID_PRODUCER_EPOCH, None)
+            return Check(ErrorCode.INVALID_PRODUCER_EPOCH, None)
         if epoch != entry.epoch:
             if first_seq != 0 and entry.epoch != NO_PRODUCER_EPOCH:
-                return Check(OUT_OF_ORDER_SEQUENCE_NUMBER, None)
-            return Check(NONE, None)
+                return Check(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, None)
+            return Check(ErrorCode.NONE, None)
         if entry.epoch == NO_PRODUCER_EPOCH:
-            return Check(NONE, None)
+            return Check(ErrorCode.NONE, None)
         if not in_sequence(entry.last_seq, first_seq):
-            return Check(OUT_OF_ORDER_SEQUENCE_NUMBER, None)
-        return Check(NONE, None)
+            return Check(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, None)
+        return Check(ErrorCode.NONE, None)
 
     def record(self, producer_id: int, epoch: int, base_sequence: int, last_offset_delta: int,
                first_offset: int, max_timestamp: int) -> None:

@@ -33,6 +33,8 @@ import asyncio
 import logging
 import time
 
+from minikafka.protocol.errors import ErrorCode
+
 log = logging.getLogger("minikafka.quotas")
 
 PRODUCER_BYTE_RATE = "producer_byte_rate"
@@ -246,7 +248,7 @@ class ClientQuotas:
             undo = response.get("_fetch_session_undo")  # fetch_session.UNDO_KEY: unsent stays unsent
             if undo is not None:
                 undo()
-            response = {"throttle_time_ms": throttle, "error_code": 0,
+            response = {"throttle_time_ms": throttle, "error_code": ErrorCode.NONE,
                         "session_id": response.get("session_id", 0), "responses": []}
         elif isinstance(response, dict) and "throttle_time_ms" in response:
             response["throttle_time_ms"] = max(response["throttle_time_ms"] or 0, throttle)

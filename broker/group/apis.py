@@ -135,7 +135,7 @@ async def find_coordinator(ctx, body: dict) -> dict:
         if error == ErrorCode.NONE:
             # Kafka 4.2 answers success with the message "NONE" (v1-3) or "" (v4), never null.
             results.append({"key": key, "node_id": node_id, "host": host, "port": port,
-                            "error_code": 0, "error_message": "NONE" if ctx.api_version < 4 else ""})
+                            "error_code": ErrorCode.NONE, "error_message": "NONE" if ctx.api_version < 4 else ""})
         elif error in (ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) \
                 or key_type == SHARE_KEY:
             # Kafka 4.2: the error's description before v4, "" in v4's batched answer.
@@ -535,7 +535,7 @@ async def describe_groups(ctx, body: dict) -> dict:
                          "protocol_data": "", "members": []}
         else:
             described = shard.describe_group(group_id)
-            if ctx.api_version >= 6 and described["error_code"] == 0 and described["group_state"] == "Dead":
+            if ctx.api_version >= 6 and described["error_code"] == ErrorCode.NONE and described["group_state"] == "Dead":
                 # KIP-1043: v6 names a missing group instead of describing it as Dead.
                 # Kafka 4.2 says why when the id is a KIP-848 consumer group.
                 modern = shard.group_type(group_id) not in (None, "classic")

@@ -19,9 +19,9 @@ from __future__ import annotations
 import uuid
 
 from minikafka.broker.security import authorizer as az
+from minikafka.protocol.errors import ErrorCode
 
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
-NONE, INVALID_REQUEST, CLUSTER_AUTHORIZATION_FAILED, SECURITY_DISABLED = 0, 42, 31, 54
 FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
           "permission_type")
 
@@ -76,9 +76,9 @@ async def describe_acls(ctx, body: dict) -> dict:
         return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "resources": []}
 
     if not az.enabled(ctx.broker):
-        return error(SECURITY_DISABLED, "No Authorizer is configured on the broker")
+        return error(ErrorCode.SECURITY_DISABLED, "No Authorizer is configured on the broker")
     if not az.authorize(ctx, az.DESCRIBE, az.CLUSTER):
-        return error(CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+        return error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     store = ctx.broker.controller.security
     grouped: dict[tuple, list] = {}
     for b in store.acls.values():
@@ -89,18 +89,18 @@ async def describe_acls(ctx, body: dict) -> dict:
                                                 "permission_type": b["permission_type"]})
     resources = [{"resource_type": t, "resource_name": n, "pattern_type": p, "acls": acls}
                  for (t, n, p), acls in grouped.items()]
-    return {"throttle_time_ms": 0, "error_code": NONE, "error_message": "", "resources": resources}  # "" as Kafka 4.2
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": "", "resources": resources}  # "" as Kafka 4.2
 
 
 async def create_acls(ctx, body: dict) -> dict:
     creations = body.get("creations") or []
     if not az.enabled(ctx.broker):
         return {"throttle_time_ms": 0, "results": [
-            {"error_code": SECURITY_DISABLED, "error_message": "No Authorizer is configured on the broker"}
+            {"error_code": ErrorCode.SECURITY_DISABLED, "error_message": "No Authorizer is configured on the broker"}
             for _ in creations]}
     if not az.authorize(ctx, az.ALTER, az.CLUSTER):
         return {"throttle_time_ms": 0, "results": [
-            {"error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": "Cluster authorization failed."}
+            {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": "Cluster authorization failed."}
             for _ in creations]}
     store = ctx.broker.controller.security
     results = []
@@ -109,11 +109,11 @@ async def create_acls(ctx, body: dict) -> dict:
         binding["pattern_type"] = c.get("resource_pattern_type", az.LITERAL)  # the spec's name here
         message = _invalid(binding)
         if message is not None:
-            results.append({"error_code": INVALID_REQUEST, "error_message": message})
+            results.append({"error_code": ErrorCode.INVALID_REQUEST, "error_message": message})
             continue
         if not any(all(existing[k] == binding[k] for k in FIELDS) for existing in store.acls.values()):
             store.add_acl(str(uuid.uuid4()), binding)
-        results.append({"error_code": NONE, "error_message": ""})  # "" as Kafka 4.2
+        results.append({"error_code": ErrorCode.NONE, "error_message": ""})  # "" as Kafka 4.2
     return {"throttle_time_ms": 0, "results": results}
 
 
@@ -125,9 +125,9 @@ async def delete_acls(ctx, body: dict) -> dict:
             {"error_code": code, "error_message": message, "matching_acls": []} for _ in filters]}
 
     if not az.enabled(ctx.broker):
-        return every(SECURITY_DISABLED, "No Authorizer is configured on the broker")
+        return every(ErrorCode.SECURITY_DISABLED, "No Authorizer is configured on the broker")
     if not az.authorize(ctx, az.ALTER, az.CLUSTER):
-        return every(CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+        return every(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     store = ctx.broker.controller.security
     results = []
     for f in filters:
@@ -135,8 +135,8 @@ async def delete_acls(ctx, body: dict) -> dict:
         for acl_id, _ in matching:
             if acl_id in store.acls:
                 store.remove_acl(acl_id)
-        results.append({"error_code": NONE, "error_message": None, "matching_acls": [
-            {"error_code": NONE, "error_message": None, **{k: b[k] for k in FIELDS}} for _, b in matching]})
+        results.append({"error_code": ErrorCode.NONE, "error_message": None, "matching_acls": [
+            {"error_code": ErrorCode.NONE, "error_message": None, **{k: b[k] for k in FIELDS}} for _, b in matching]})
     return {"throttle_time_ms": 0, "filter_results": results}
 
 

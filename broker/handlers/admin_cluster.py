@@ -43,7 +43,7 @@ async def describe_cluster(ctx, body: dict) -> dict:
     broker = ctx.broker
     controller = broker.controller
     endpoint_type = body.get("endpoint_type", BROKERS_ENDPOINT)
-    response = {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
+    response = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
                 "endpoint_type": BROKERS_ENDPOINT, "cluster_id": controller.cluster_id or "",
                 "controller_id": -1, "brokers": [], "cluster_authorized_operations": NOT_REQUESTED}
     if endpoint_type not in (BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT):

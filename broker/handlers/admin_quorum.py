@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import uuid
 
+from minikafka.protocol.errors import ErrorCode
+
 from .. import features
 
 DESCRIBE_QUORUM, UPDATE_FEATURES = 55, 57
 METADATA_TOPIC = "__cluster_metadata"
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INVALID_REQUEST = 42
 LEADER_EPOCH = 1
 
 
@@ -37,9 +37,9 @@ async def describe_quorum(ctx, body: dict) -> dict:
     valid = (len(requested) == 1 and requested[0]["topic_name"] == METADATA_TOPIC
              and [p["partition_index"] for p in requested[0].get("partitions") or ()] == [0])
     if not valid:
-        return {"error_code": 0, "error_message": None, "nodes": [], "topics": [
+        return {"error_code": ErrorCode.NONE, "error_message": None, "nodes": [], "topics": [
             {"topic_name": t["topic_name"], "partitions": [
-                {"partition_index": p["partition_index"], "error_code": UNKNOWN_TOPIC_OR_PARTITION,
+                {"partition_index": p["partition_index"], "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                  "error_message": None, "leader_id": -1, "leader_epoch": -1, "high_watermark": -1,
                  "current_voters": [], "observers": []} for p in t.get("partitions") or ()]}
             for t in requested]}
@@ -49,9 +49,9 @@ async def describe_quorum(ctx, body: dict) -> dict:
              "last_fetch_timestamp": now, "last_caught_up_timestamp": now}
     host, port = broker.config.advertised
     # Kafka 4.2 answers error_message "" (not null) on success.
-    return {"error_code": 0, "error_message": "", "topics": [
+    return {"error_code": ErrorCode.NONE, "error_message": "", "topics": [
         {"topic_name": METADATA_TOPIC, "partitions": [
-            {"partition_index": 0, "error_code": 0, "error_message": "", "leader_id": node,
+            {"partition_index": 0, "error_code": ErrorCode.NONE, "error_message": "", "leader_id": node,
              "leader_epoch": LEADER_EPOCH, "high_watermark": end, "current_voters": [voter], "observers": []}]}],
         "nodes": [{"node_id": node, "listeners": [{"name": "PLAINTEXT", "host": host, "port": port}]}]}
 
@@ -59,10 +59,10 @@ async def describe_quorum(ctx, body: dict) -> dict:
 async def update_features(ctx, body: dict) -> dict:
     broker = ctx.broker
     updates = body.get("feature_updates") or []
-    error, message = 0, None
+    error, message = ErrorCode.NONE, None
     names = [u["feature"] for u in updates]
     if len(set(names)) != len(names):
-        error, message = INVALID_REQUEST, "The request contains multiple updates for the same feature."
+        error, message = ErrorCode.INVALID_REQUEST, "The request contains multiple updates for the same feature."
     else:
         for u in updates:
             if ctx.api_version == 0:
@@ -71,9 +71,9 @@ async def update_features(ctx, body: dict) -> dict:
                 upgrade_type = u.get("upgrade_type", features.UPGRADE)
             reason = features.check_update(broker, u["feature"], u["max_version_level"], upgrade_type)
             if reason is not None:
-                error, message = features.INVALID_UPDATE_VERSION, reason
+                error, message = ErrorCode.INVALID_UPDATE_VERSION, reason
                 break
-    if error == 0 and not body.get("validate_only"):
+    if error == ErrorCode.NONE and not body.get("validate_only"):
         for u in updates:
             broker.controller.set_feature_level(u["feature"], u["max_version_level"])
     # Kafka 4.2 answers a refused update with the top-level error only (no per-feature results).

@@ -32,19 +32,13 @@ from __future__ import annotations
 import os
 import uuid
 
+from minikafka.protocol.errors import ErrorCode
+
 from .metadata import TOPIC_OPERATIONS
 
 ALTER_REPLICA_LOG_DIRS, DESCRIBE_LOG_DIRS, ELECT_LEADERS = 34, 35, 43
 ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS, DESCRIBE_TOPIC_PARTITIONS = 45, 46, 75
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INVALID_REPLICATION_FACTOR = 38
-INVALID_REPLICA_ASSIGNMENT = 39
-INVALID_REQUEST = 42
-LOG_DIR_NOT_FOUND = 57
-ELECTION_NOT_NEEDED = 84
-NO_REASSIGNMENT_IN_PROGRESS = 85
 ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -88,8 +82,8 @@ async def describe_log_dirs(ctx, body: dict) -> dict:
         total, usable = stat.f_blocks * stat.f_frsize, stat.f_bavail * stat.f_frsize
     except OSError:
         total = usable = -1
-    return {"throttle_time_ms": 0, "error_code": NONE, "results": [
-        {"error_code": NONE, "log_dir": directory, "topics": topics, "total_bytes": total,
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "results": [
+        {"error_code": ErrorCode.NONE, "log_dir": directory, "topics": topics, "total_bytes": total,
          "usable_bytes": usable, "is_cordoned": False}]}
 
 
@@ -103,11 +97,11 @@ async def alter_replica_log_dirs(ctx, body: dict) -> dict:
             out = results.setdefault(t["name"], [])
             for p in t.get("partitions") or ():
                 if not same_dir:
-                    code = LOG_DIR_NOT_FOUND
+                    code = ErrorCode.LOG_DIR_NOT_FOUND
                 elif not _exists(broker, t["name"], p):
-                    code = UNKNOWN_TOPIC_OR_PARTITION
+                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    code = NONE  # already there: the move is a no-op
+                    code = ErrorCode.NONE  # already there: the move is a no-op
                 out.append({"partition_index": p, "error_code": code})
     return {"throttle_time_ms": 0, "results": [
         {"topic_name": name, "partitions": parts} for name, parts in results.items()]}
@@ -120,40 +114,40 @@ async def elect_leaders(ctx, body: dict) -> dict:
     election_type = body.get("election_type", 0)
     requested = body.get("topic_partitions")
     if election_type not in (0, 1):
-        return {"throttle_time_ms": 0, "error_code": INVALID_REQUEST, "replica_election_results": []}
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST, "replica_election_results": []}
     results = []
     for t in requested or ():  # null: every partition, none of which needs an election
         parts = []
         for p in t.get("partitions") or ():
             if _exists(broker, t["topic"], p):
-                parts.append({"partition_id": p, "error_code": ELECTION_NOT_NEEDED,
+                parts.append({"partition_id": p, "error_code": ErrorCode.ELECTION_NOT_NEEDED,
                               "error_message": "Leader election not needed for topic partition."})
             else:
-                parts.append({"partition_id": p, "error_code": UNKNOWN_TOPIC_OR_PARTITION,
+                parts.append({"partition_id": p, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                               "error_message": "This server does not host this topic-partition."})
         results.append({"topic": t["topic"], "partition_result": parts})
-    return {"throttle_time_ms": 0, "error_code": NONE, "replica_election_results": results}
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "replica_election_results": results}
 
 
 # -- partition reassignments -----------------------------------------------------------------
 
 def _reassignment_error(broker, topic: str, partition: int, replicas, allow_rf_change: bool):
     if not _exists(broker, topic, partition):
-        return UNKNOWN_TOPIC_OR_PARTITION, "The topic or partition does not exist."
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic or partition does not exist."
     if replicas is None:
-        return NO_REASSIGNMENT_IN_PROGRESS, None  # Kafka 4.2 sends no message with it
+        return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None  # Kafka 4.2 sends no message with it
     if not replicas:
-        return INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list."
+        return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list."
     if len(set(replicas)) != len(replicas):
-        return INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes duplicate replicas."
+        return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes duplicate replicas."
     node = broker.config.node_id
     for r in replicas:
         if r != node:
-            return INVALID_REPLICA_ASSIGNMENT, (f"The manual partition assignment includes broker {r}, "
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (f"The manual partition assignment includes broker {r}, "
                                                 "but no such broker is registered.")
     if not allow_rf_change and len(replicas) != 1:
-        return INVALID_REPLICATION_FACTOR, "The replication factor cannot change."
-    return NONE, None
+        return ErrorCode.INVALID_REPLICATION_FACTOR, "The replication factor cannot change."
+    return ErrorCode.NONE, None
 
 
 async def alter_partition_reassignments(ctx, body: dict) -> dict:
@@ -167,13 +161,13 @@ async def alter_partition_reassignments(ctx, body: dict) -> dict:
                                                 allow_rf_change)
             parts.append({"partition_index": p["partition_index"], "error_code": code, "error_message": message})
         responses.append({"name": t["name"], "partitions": parts})
-    return {"throttle_time_ms": 0, "allow_replication_factor_change": allow_rf_change, "error_code": NONE,
+    return {"throttle_time_ms": 0, "allow_replication_factor_change": allow_rf_change, "error_code": ErrorCode.NONE,
             "error_message": None, "responses": responses}
 
 
 async def list_partition_reassignments(ctx, body: dict) -> dict:
     # Reassignments to this node complete as they are made: none is ever ongoing.
-    return {"throttle_time_ms": 0, "error_code": NONE, "error_message": None, "topics": []}
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "topics": []}
 
 
 # -- DescribeTopicPartitions -----------------------------------------------------------------
@@ -191,7 +185,7 @@ def describe_topic_partitions_body(broker, body: dict) -> dict:
     cursor = body.get("cursor")
     if cursor is not None and not all_topics and cursor["topic_name"] not in requested:
         return {"throttle_time_ms": 0, "next_cursor": None,
-                "topics": [_topic_error(name, INVALID_REQUEST) for name in requested]}
+                "topics": [_topic_error(name, ErrorCode.INVALID_REQUEST) for name in requested]}
     names = sorted(controller.topics) if all_topics else sorted(set(requested))
     start = 0
     if cursor is not None:
@@ -206,15 +200,15 @@ def describe_topic_partitions_body(broker, body: dict) -> dict:
         info = controller.topic(name)
         if info is None:
             if not all_topics:
-                topics.append(_topic_error(name, UNKNOWN_TOPIC_OR_PARTITION))
+                topics.append(_topic_error(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             continue
         if remaining <= 0:
             next_cursor = {"topic_name": name, "partition_index": first}
             break
         end = min(info.num_partitions, first + remaining)
-        topics.append({"error_code": NONE, "name": name, "topic_id": info.topic_id, "is_internal": info.internal,
+        topics.append({"error_code": ErrorCode.NONE, "name": name, "topic_id": info.topic_id, "is_internal": info.internal,
                        "partitions": [
-                           {"error_code": NONE, "partition_index": p, "leader_id": node, "leader_epoch": 0,
+                           {"error_code": ErrorCode.NONE, "partition_index": p, "leader_id": node, "leader_epoch": 0,
                             "replica_nodes": [node], "isr_nodes": [node], "eligible_leader_replicas": [],
                             "last_known_elr": [], "offline_replicas": []} for p in range(first, end)],
                        "topic_authorized_operations": TOPIC_OPERATIONS})

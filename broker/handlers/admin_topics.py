@@ -198,7 +198,7 @@ async def create_topics(ctx, body: dict) -> dict:
     results = []
     for topic, duplicated in _once_per_name(topics):
         name = topic["name"]
-        result = {"name": name, "topic_id": ZERO_UUID, "error_code": 0, "error_message": None,
+        result = {"name": name, "topic_id": ZERO_UUID, "error_code": ErrorCode.NONE, "error_message": None,
                   "topic_config_error_code": 0, "num_partitions": -1, "replication_factor": -1,
                   "configs": []}
         results.append(result)
@@ -226,7 +226,7 @@ async def create_topics(ctx, body: dict) -> dict:
         result.update(topic_id=topic_id, num_partitions=num_partitions, replication_factor=1,
                       configs=_created_configs(broker, configs))
     if not validate_only:
-        created = [r["name"] for r in results if r["error_code"] == 0]
+        created = [r["name"] for r in results if r["error_code"] == ErrorCode.NONE]
         if created:
             log.info("CreateTopics from %s: created %s", ctx.client_id, ", ".join(created))
     return {"throttle_time_ms": 0, "topics": results}
@@ -365,7 +365,7 @@ async def create_partitions(ctx, body: dict) -> dict:
     results = []
     for topic, duplicated in _once_per_name(topics):
         name = topic["name"]
-        result = {"name": name, "error_code": 0, "error_message": None}
+        result = {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
         results.append(result)
         if duplicated:
             result.update(error_code=int(ErrorCode.INVALID_REQUEST), error_message="Duplicate topic name.")

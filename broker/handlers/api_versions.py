@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 
+from minikafka.protocol.errors import ErrorCode
+
 from .. import features
 
 API_KEY = 18
-INVALID_REQUEST = 42
 # KIP-511: what a client software name and version may look like (Kafka refuses anything else).
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
@@ -28,7 +29,7 @@ def register(registry, broker) -> None:
     async def handle_api_versions(ctx, body: dict) -> dict:
         if ctx.api_version >= 3 and not _valid_software(body):
             # Kafka 4.2: INVALID_REQUEST and nothing else (no api keys, no features).
-            return {"error_code": INVALID_REQUEST, "throttle_time_ms": 0, "api_keys": []}
+            return {"error_code": ErrorCode.INVALID_REQUEST, "throttle_time_ms": 0, "api_keys": []}
         response = dict(registry.api_versions_body())
         response.setdefault("error_code", 0)
         response.setdefault("throttle_time_ms", 0)

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import ipaddress
 
+from minikafka.protocol.errors import ErrorCode
+
 DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 48, 49
-INVALID_REQUEST = 42
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
@@ -83,7 +84,7 @@ async def alter_client_quotas(ctx, body: dict) -> dict:
             entity = tuple(sorted(pairs))
             for op in ops:
                 controller.alter_client_quota(entity, op["key"], None if op.get("remove") else float(op["value"]))
-        results.append({"error_code": INVALID_REQUEST if error else 0, "error_message": error,
+        results.append({"error_code": ErrorCode.INVALID_REQUEST if error else 0, "error_message": error,
                         "entity": [{"entity_type": t, "entity_name": n} for t, n in pairs]})
     return {"throttle_time_ms": 0, "entries": results}
 
@@ -128,7 +129,7 @@ async def describe_client_quotas(ctx, body: dict) -> dict:
     components = body.get("components") or []
     error = _filter_error(components)
     if error is not None:
-        return {"throttle_time_ms": 0, "error_code": INVALID_REQUEST, "error_message": error, "entries": None}
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST, "error_message": error, "entries": None}
     strict = bool(body.get("strict"))
     entries = []
     for entity, values in sorted(ctx.broker.controller.client_quotas.items(), key=lambda kv: repr(kv[0])):
@@ -136,7 +137,7 @@ async def describe_client_quotas(ctx, body: dict) -> dict:
             entries.append({"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
                             "values": [{"key": k, "value": v} for k, v in sorted(values.items())]})
     # Kafka 4.2 answers error_message "" (not null) on success.
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": "", "entries": entries}
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": "", "entries": entries}
 
 
 def register(registry, broker) -> None:

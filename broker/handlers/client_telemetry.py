@@ -27,17 +27,12 @@ import uuid
 import zlib
 from dataclasses import dataclass, field
 
+from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.records import decompress
 
 log = logging.getLogger("minikafka.telemetry")
 
 GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY = 71, 72
-INVALID_RECORD = 87
-INVALID_REQUEST = 42
-UNSUPPORTED_COMPRESSION_TYPE = 76
-THROTTLING_QUOTA_EXCEEDED = 89
-UNKNOWN_SUBSCRIPTION_ID = 117
-TELEMETRY_TOO_LARGE = 118
 ZERO_UUID = uuid.UUID(int=0)
 # Kafka offers these, in this order of preference: zstd, lz4, gzip, snappy (and none is allowed).
 ACCEPTED_COMPRESSION = [4, 3, 1, 2]
@@ -94,10 +89,10 @@ class ClientTelemetry:
         if instance_id == ZERO_UUID:
             instance_id = uuid.uuid4()
         client = self._instance(instance_id, ctx, now)
-        error = 0
+        error = ErrorCode.NONE
         if client.last_get_ms and client.last_push_ms < client.last_get_ms \
                 and now - client.last_get_ms < self.push_interval_ms:
-            error = THROTTLING_QUOTA_EXCEEDED
+            error = ErrorCode.THROTTLING_QUOTA_EXCEEDED
         else:
             client.last_get_ms = now
         return {"throttle_time_ms": 0, "error_code": error, "client_instance_id": instance_id,
@@ -110,34 +105,34 @@ class ClientTelemetry:
         now = ctx.broker.now_ms()
         instance_id = body.get("client_instance_id") or ZERO_UUID
         if instance_id == ZERO_UUID:
-            return INVALID_REQUEST
+            return ErrorCode.INVALID_REQUEST
         client = self.clients.get(instance_id)
         if client is None or body.get("subscription_id") != self.subscription_id(instance_id):
-            return UNKNOWN_SUBSCRIPTION_ID
+            return ErrorCode.UNKNOWN_SUBSCRIPTION_ID
         if client.terminated:
-            return INVALID_REQUEST
+            return ErrorCode.INVALID_REQUEST
         terminating = bool(body.get("terminating"))
         if not terminating:
             accept = client.last_get_ms > client.last_push_ms or \
                 now - max(client.last_get_ms, client.last_push_ms) >= self.push_interval_ms
             if not accept:
-                return THROTTLING_QUOTA_EXCEEDED
+                return ErrorCode.THROTTLING_QUOTA_EXCEEDED
         compression = body.get("compression_type", 0)
         if compression != 0 and compression not in ACCEPTED_COMPRESSION:
-            return UNSUPPORTED_COMPRESSION_TYPE
+            return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
         payload = body.get("metrics") or b""
         if len(payload) > self.max_bytes:
-            return TELEMETRY_TOO_LARGE
+            return ErrorCode.TELEMETRY_TOO_LARGE
         try:
             raw = decompress(compression, payload) if compression else bytes(payload)
             if len(raw) > 64 * self.max_bytes:
-                return TELEMETRY_TOO_LARGE
+                return ErrorCode.TELEMETRY_TOO_LARGE
             from minikafka.protocol import otlp  # loaded with the first push, not at start-up
 
             decoded = otlp.decode_metrics_data(raw)
         except Exception as exc:  # a bad payload is the client's error, not ours
             log.warning("client telemetry from %s client_id=%s is unreadable: %s", ctx.client_host, ctx.client_id, exc)
-            return INVALID_RECORD
+            return ErrorCode.INVALID_RECORD
         client.last_push_ms = now
         client.pushes += 1
         client.terminated = terminating

@@ -17,11 +17,11 @@ INVALID_REQUEST for those types), so those lists are empty, as on a Kafka where 
 from __future__ import annotations
 
 from minikafka.broker.security import authorizer as az
+from minikafka.protocol.errors import ErrorCode
 
 LIST_CONFIG_RESOURCES = 74
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 SUPPORTED = {0: (CLIENT_METRICS,), 1: (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)}
-CLUSTER_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION = 31, 35
 
 
 async def list_config_resources(ctx, body: dict) -> dict:
@@ -29,11 +29,11 @@ async def list_config_resources(ctx, body: dict) -> dict:
         return {"throttle_time_ms": 0, "error_code": code, "config_resources": resources}
 
     if not az.authorize(ctx, az.DESCRIBE_CONFIGS, az.CLUSTER):
-        return answer(CLUSTER_AUTHORIZATION_FAILED, [])
+        return answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, [])
     supported = SUPPORTED[min(ctx.api_version, 1)]
     wanted = list(body.get("resource_types") or ()) or list(supported)
     if any(t not in supported for t in wanted):
-        return answer(UNSUPPORTED_VERSION, [])
+        return answer(ErrorCode.UNSUPPORTED_VERSION, [])
     broker = ctx.broker
     node = str(broker.config.node_id)
     resources: list[tuple[str, int]] = []

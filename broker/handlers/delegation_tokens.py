@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from minikafka.broker.security import authorizer as az
 from minikafka.broker.security import tokens as tk
+from minikafka.protocol.errors import ErrorCode
 
 CREATE, RENEW, EXPIRE, DESCRIBE = 38, 39, 40, 41
 SWEEP_TIMER = ("delegation-tokens", "sweep")
@@ -72,11 +73,11 @@ async def create(ctx, body: dict) -> dict:
     owner = requester if not owner_name else f"{body.get('owner_principal_type')}:{owner_name}"
     renewers = [(r.get("principal_type"), r.get("principal_name")) for r in body.get("renewers") or ()]
     if not allow_token_requests(ctx):
-        return _create_error(tk.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, owner, requester)
+        return _create_error(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, owner, requester)
     if owner != requester and not az.authorize(ctx, az.CREATE_TOKENS, az.USER, owner):
-        return _create_error(tk.DELEGATION_TOKEN_AUTHORIZATION_FAILED, owner, requester)
+        return _create_error(ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED, owner, requester)
     if any(kind != tk.USER_TYPE for kind, _ in renewers):
-        return _create_error(tk.INVALID_PRINCIPAL_TYPE, owner, requester)
+        return _create_error(ErrorCode.INVALID_PRINCIPAL_TYPE, owner, requester)
     error, token = _tokens(ctx).create(requester, owner, renewers, body.get("max_lifetime_ms", -1),
                                        ctx.broker.now_ms())
     if error:
@@ -90,7 +91,7 @@ async def create(ctx, body: dict) -> dict:
 
 async def renew(ctx, body: dict) -> dict:
     if not allow_token_requests(ctx):
-        return {"error_code": tk.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, "expiry_timestamp_ms": -1,
+        return {"error_code": ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, "expiry_timestamp_ms": -1,
                 "throttle_time_ms": 0}
     error, expiry = _tokens(ctx).renew(bytes(body.get("hmac") or b""), _principal(ctx),
                                        body.get("renew_period_ms", 0), ctx.broker.now_ms())
@@ -99,7 +100,7 @@ async def renew(ctx, body: dict) -> dict:
 
 async def expire(ctx, body: dict) -> dict:
     if not allow_token_requests(ctx):
-        return {"error_code": tk.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, "expiry_timestamp_ms": -1,
+        return {"error_code": ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, "expiry_timestamp_ms": -1,
                 "throttle_time_ms": 0}
     error, expiry = _tokens(ctx).expire(bytes(body.get("hmac") or b""), _principal(ctx),
                                         body.get("expiry_time_period_ms", 0), ctx.broker.now_ms())
@@ -122,10 +123,10 @@ async def describe(ctx, body: dict) -> dict:
         return {"error_code": code, "tokens": tokens, "throttle_time_ms": 0}
 
     if not allow_token_requests(ctx):
-        return answer(tk.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, [])
+        return answer(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, [])
     store = _tokens(ctx)
     if not store.enabled:
-        return answer(tk.DELEGATION_TOKEN_AUTH_DISABLED, [])
+        return answer(ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED, [])
     owners = body.get("owners")
     if owners is not None and not owners:
         return answer(0, [])

@@ -32,17 +32,13 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from minikafka.protocol.errors import KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
 
 from .leader_epoch import leader_epoch_error
 
 log = logging.getLogger("minikafka.fetch")
 
 API_KEY = 1
-NONE = 0
-OFFSET_OUT_OF_RANGE = 1
-UNKNOWN_TOPIC_OR_PARTITION = 3
-FETCH_SESSION_ID_NOT_FOUND = 70
 READ_COMMITTED = 1
 
 
@@ -71,6 +67,7 @@ def read_partitions(broker, body: dict) -> tuple[list, int, bool]:
     total = 0
     any_error = False
     first = True  # KIP-74: the first batch of the response goes out whatever its size
+    none = ErrorCode.NONE  # bound once: an enum attribute costs ~60 ns per lookup, here per partition
     responses = []
     for topic in body.get("topics") or ():
         name = topic["topic"]
@@ -79,7 +76,7 @@ def read_partitions(broker, body: dict) -> tuple[list, int, bool]:
         for p in topic.get("partitions") or ():
             index = p["partition"]
             if info is None or not 0 <= index < info.num_partitions:
-                parts.append(_error_partition(index, UNKNOWN_TOPIC_OR_PARTITION))
+                parts.append(_error_partition(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 any_error = True
                 continue
             epoch_error = leader_epoch_error(p.get("current_leader_epoch", -1))
@@ -98,12 +95,12 @@ def read_partitions(broker, body: dict) -> tuple[list, int, bool]:
             hw = plog.high_watermark
             lso = plog.last_stable_offset
             offset = p["fetch_offset"]
-            entry = {"partition_index": index, "error_code": NONE, "high_watermark": hw,
+            entry = {"partition_index": index, "error_code": none, "high_watermark": hw,
                      "last_stable_offset": lso, "log_start_offset": log_start,
                      "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
             if offset < log_start or offset > plog.log_end_offset:
                 # Kafka 4.2: offsets -1 as for any error, aborted_transactions null (the read failed).
-                parts.append(dict(_error_partition(index, OFFSET_OUT_OF_RANGE), aborted_transactions=None))
+                parts.append(dict(_error_partition(index, ErrorCode.OFFSET_OUT_OF_RANGE), aborted_transactions=None))
                 any_error = True
                 continue
             upper = lso if read_committed else hw
@@ -129,7 +126,7 @@ async def handle_fetch(ctx, body: dict) -> dict:
     session_id = body.get("session_id", 0)
     session_epoch = body.get("session_epoch", -1)
     if session_id != 0 or session_epoch not in (0, -1):
-        return {"throttle_time_ms": 0, "error_code": FETCH_SESSION_ID_NOT_FOUND, "session_id": 0,
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0,
                 "responses": []}
     denied = _authorize_fetch(ctx, body)  # READ per topic (issue 12); removes denied topics
     responses, total, any_error = read_partitions(broker, body)
@@ -159,7 +156,7 @@ async def handle_fetch(ctx, body: dict) -> dict:
                 responses.extend(denied)
                 if total >= min_bytes or any_error:
                     break
-    return {"throttle_time_ms": 0, "error_code": NONE, "session_id": 0, "responses": responses}
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
 
 
 def _authorize_fetch(ctx, body: dict) -> list:
@@ -170,11 +167,10 @@ def _authorize_fetch(ctx, body: dict) -> list:
     topics = body.get("topics") or []
     denied = [t for t in topics if not az.authorize(ctx, az.READ, az.TOPIC, t["topic"])]
     body["topics"] = [t for t in topics if t not in denied]
-    return [{"topic": t["topic"], "partitions": [_error_partition(p["partition"], TOPIC_AUTHORIZATION_FAILED)
+    return [{"topic": t["topic"], "partitions": [_error_partition(p["partition"], ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                                                  for p in t.get("partitions") or ()]} for t in denied]
 
 
-TOPIC_AUTHORIZATION_FAILED = 29
 
 
 def _wake(fut: asyncio.Future) -> None:

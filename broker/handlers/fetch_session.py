@@ -44,16 +44,12 @@ import random
 import time
 from typing import Callable
 
-from minikafka.protocol.errors import KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
 
 from .leader_epoch import LEADER_EPOCH
 
 log = logging.getLogger("minikafka.fetch.session")
 
-NONE = 0
-FETCH_SESSION_ID_NOT_FOUND = 70
-INVALID_FETCH_SESSION_EPOCH = 71
-FETCH_SESSION_TOPIC_ID_ERROR = 106
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
@@ -95,7 +91,7 @@ class CachedPartition:
 
     def must_respond(self, resp: dict) -> bool:
         """Kafka's CachedPartition.maybeUpdateResponseData: decide and remember."""
-        if resp.get("error_code", NONE) != NONE:
+        if resp.get("error_code"):  # any error (ErrorCode.NONE is 0); per partition, so no enum lookup
             # Remember invalid offsets so the partition is sent again once the error clears.
             self.sent = _ERROR_SENT
             return True
@@ -297,7 +293,7 @@ def _answers(response: dict, min_bytes: int) -> bool:
     total = 0
     for topic in response.get("responses") or ():
         for p in topic.get("partitions") or ():
-            if p.get("error_code", NONE) != NONE:
+            if p.get("error_code"):  # any error (ErrorCode.NONE is 0)
                 return True
             records = p.get("records")
             if records:
@@ -364,7 +360,7 @@ def with_sessions(handle_sessionless):
             if epoch == FINAL_EPOCH and log.isEnabledFor(logging.DEBUG):
                 log.debug("fetch without a session (epoch -1) from client %s", getattr(ctx, "client_id", None))
             response = await handle_sessionless(ctx, plain)
-            if epoch == FINAL_EPOCH or response.get("error_code", NONE) != NONE:
+            if epoch == FINAL_EPOCH or response.get("error_code", ErrorCode.NONE) != ErrorCode.NONE:
                 response["session_id"] = INVALID_SESSION_ID
                 return response
             size = sum(len(t.get("partitions") or ()) for t in body.get("topics") or ())
@@ -386,12 +382,12 @@ def with_sessions(handle_sessionless):
         session = cache.get(session_id)
         if session is None:
             log.debug("fetch session %d not found (epoch %d)", session_id, epoch)
-            return _error(FETCH_SESSION_ID_NOT_FOUND)
+            return _error(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
         if session.epoch != epoch:
             log.debug("fetch session %d: epoch %d, expected %d", session_id, epoch, session.epoch)
-            return _error(INVALID_FETCH_SESSION_EPOCH)
+            return _error(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
         if session.uses_topic_ids != uses_ids:
-            return _error(FETCH_SESSION_TOPIC_ID_ERROR)
+            return _error(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
         session.update(body.get("topics"), body.get("forgotten_topics_data"), topic_key)
         if not session.partitions:
             cache.remove(session_id)
@@ -408,15 +404,15 @@ def with_sessions(handle_sessionless):
         # fetch does: on every partition of the session, so the full read below parks on them all.
         changed = session.changed_topics(ctx.broker.controller, topic_key, body.get("isolation_level", 0) == 1)
         response = await handle_sessionless(ctx, dict(plain, topics=changed, forgotten_topics_data=[], max_wait_ms=0))
-        if (body.get("max_wait_ms", 0) > 0 and response.get("error_code", NONE) == NONE
+        if (body.get("max_wait_ms", 0) > 0 and response.get("error_code", ErrorCode.NONE) == ErrorCode.NONE
                 and not _answers(response, body.get("min_bytes", 1))):
             response = await handle_sessionless(
                 ctx, dict(plain, topics=session.request_topics(topic_key), forgotten_topics_data=[]))
-        if response.get("error_code", NONE) != NONE:
+        if response.get("error_code", ErrorCode.NONE) != ErrorCode.NONE:
             return response
         if session.epoch != expected:
             # Another request of this session was answered while this one waited.
-            return _error(INVALID_FETCH_SESSION_EPOCH)
+            return _error(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
         kept, moved, before = [], [], []
         for tk, topic, p in _iter_response(response, topic_key):
             key = (tk, p["partition_index"])

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import uuid
 
-UNKNOWN_TOPIC_ID = 100
-NOT_LEADER_OR_FOLLOWER = 6
-FENCED_LEADER_EPOCH = 74
+from minikafka.protocol.errors import ErrorCode
+
 ZERO_UUID = uuid.UUID(int=0)
 FIRST_TOPIC_ID_VERSION = 13
 NODE_ENDPOINTS_VERSION = 16
@@ -30,7 +29,7 @@ NODE_ENDPOINTS_VERSION = 16
 
 def _unknown_topic(topic_id, partitions) -> dict:
     return {"topic_id": topic_id, "partitions": [
-        {"partition_index": p["partition"], "error_code": UNKNOWN_TOPIC_ID, "high_watermark": -1,
+        {"partition_index": p["partition"], "error_code": ErrorCode.UNKNOWN_TOPIC_ID, "high_watermark": -1,
          "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": [],  # as Kafka 4.2
          "preferred_read_replica": -1, "records": b""} for p in partitions or ()]}
 
@@ -83,7 +82,7 @@ def _add_node_endpoints(broker, response: dict) -> None:
     moved = False
     for topic in response["responses"]:
         for p in topic["partitions"]:
-            if p["error_code"] in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH):
+            if p["error_code"] in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
                 p["current_leader"] = {"leader_id": node, "leader_epoch": 0}
                 moved = True
     if moved:

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import logging
 
+from minikafka.protocol.errors import ErrorCode
+
 API_KEY = 22
-NONE = 0
-COORDINATOR_NOT_AVAILABLE = 15
-INVALID_REQUEST = 42
 
 log = logging.getLogger("minikafka.init_producer_id")
 
@@ -32,16 +31,16 @@ async def handle_init_producer_id(ctx, body: dict) -> dict:
         return {"throttle_time_ms": 0, "error_code": denied, "producer_id": -1, "producer_epoch": -1}
     if (body.get("producer_id", -1) == -1) != (body.get("producer_epoch", -1) == -1):
         # Kafka 4.2 (KafkaApis): a producer id without an epoch, or the reverse, is refused.
-        return {"throttle_time_ms": 0, "error_code": INVALID_REQUEST, "producer_id": -1, "producer_epoch": -1}
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST, "producer_id": -1, "producer_epoch": -1}
     if body.get("transactional_id") is not None:
         coordinator = broker.txn_coordinator
         if coordinator is not None:
             return await coordinator.init_producer_id(ctx, body)
-        return {"throttle_time_ms": 0, "error_code": COORDINATOR_NOT_AVAILABLE,
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
                 "producer_id": -1, "producer_epoch": -1}
     producer_id = broker.controller.producer_ids.next_id()
     log.debug("producer id %d for client_id=%s", producer_id, ctx.client_id)
-    return {"throttle_time_ms": 0, "error_code": NONE, "producer_id": producer_id, "producer_epoch": 0}
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": producer_id, "producer_epoch": 0}
 
 
 def _authorization_error(ctx, transactional_id) -> int:

@@ -39,15 +39,9 @@ import uuid
 from minikafka.broker import features
 from minikafka.broker.security import authorizer as az
 from minikafka.broker.security.tokens import kafka_uuid_string
+from minikafka.protocol.errors import ErrorCode
 
 UNREGISTER_BROKER, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER = 64, 80, 81
-CLUSTER_AUTHORIZATION_FAILED = 31
-UNSUPPORTED_VERSION = 35
-INVALID_REQUEST = 42
-BROKER_ID_NOT_REGISTERED = 102
-INCONSISTENT_CLUSTER_ID = 104
-REQUEST_TIMED_OUT = 7
-DUPLICATE_VOTER, VOTER_NOT_FOUND = 126, 127
 CONTROLLER_LISTENER = "CONTROLLER"
 _CLUSTER_DENIED = "Cluster authorization failed."
 
@@ -58,10 +52,10 @@ def _answer(code: int, message: str | None) -> dict:
 
 async def unregister_broker(ctx, body: dict) -> dict:
     if not az.authorize(ctx, az.ALTER, az.CLUSTER):
-        return _answer(CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_DENIED)
+        return _answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_DENIED)
     broker_id = body.get("broker_id")
     if broker_id != ctx.broker.config.node_id:
-        return _answer(BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered")
+        return _answer(ErrorCode.BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered")
     return _answer(0, "")
 
 
@@ -104,14 +98,14 @@ def _endpoints_text(listeners: list[dict]) -> str:
 
 def _common_checks(ctx, body: dict, what: str) -> dict | None:
     if not az.authorize(ctx, az.ALTER, az.CLUSTER):
-        return _answer(CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_DENIED)
+        return _answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_DENIED)
     cluster_id = body.get("cluster_id")
     ours = ctx.broker.controller.cluster_id
     if cluster_id is not None and cluster_id != ours:
-        return _answer(INCONSISTENT_CLUSTER_ID, f'The given id "{cluster_id}" doesn\'t match the cluster id "{ours}"')
+        return _answer(ErrorCode.INCONSISTENT_CLUSTER_ID, f'The given id "{cluster_id}" doesn\'t match the cluster id "{ours}"')
     directory = body.get("voter_directory_id")
     if body.get("voter_id", -1) < 0 or directory is None or uuid.UUID(str(directory)).int == 0:
-        return _answer(INVALID_REQUEST, f"{what} voter request didn't include a valid voter")
+        return _answer(ErrorCode.INVALID_REQUEST, f"{what} voter request didn't include a valid voter")
     return None
 
 
@@ -146,20 +140,20 @@ async def add_raft_voter(ctx, body: dict) -> dict:
     listeners = body.get("listeners") or []
     endpoint = next((item for item in listeners if item.get("name") == CONTROLLER_LISTENER), None)
     if endpoint is None:
-        return _answer(INVALID_REQUEST, f"Add voter request didn't include the endpoint ({_endpoints_text(listeners)}) "
+        return _answer(ErrorCode.INVALID_REQUEST, f"Add voter request didn't include the endpoint ({_endpoints_text(listeners)}) "
                                         f"for the default listener ListenerName({CONTROLLER_LISTENER})")
     broker = ctx.broker
     level = _kraft_version(broker)
     if level == 0:
-        return _answer(UNSUPPORTED_VERSION,
+        return _answer(ErrorCode.UNSUPPORTED_VERSION,
                        f"Cluster doesn't support adding voter because the {features.KRAFT_VERSION} feature is {level}")
     key = _replica_key(body["voter_id"], body["voter_directory_id"])
     if body["voter_id"] == broker.config.node_id:
-        return _answer(DUPLICATE_VOTER, f"The voter id for {key} is already part of the set of voters {_voters(broker)}.")
+        return _answer(ErrorCode.DUPLICATE_VOTER, f"The voter id for {key} is already part of the set of voters {_voters(broker)}.")
     if not await _reachable(endpoint.get("host"), endpoint.get("port"), body.get("timeout_ms", 0)):
-        return _answer(REQUEST_TIMED_OUT,
+        return _answer(ErrorCode.REQUEST_TIMED_OUT,
                        "Aborted add voter operation for since API_VERSIONS returned an error BROKER_NOT_AVAILABLE")
-    return _answer(REQUEST_TIMED_OUT, f"Aborted add voter operation for {key} since it is lagging behind")
+    return _answer(ErrorCode.REQUEST_TIMED_OUT, f"Aborted add voter operation for {key} since it is lagging behind")
 
 
 async def remove_raft_voter(ctx, body: dict) -> dict:
@@ -169,10 +163,10 @@ async def remove_raft_voter(ctx, body: dict) -> dict:
     broker = ctx.broker
     level = _kraft_version(broker)
     if level == 0:
-        return _answer(UNSUPPORTED_VERSION,
+        return _answer(ErrorCode.UNSUPPORTED_VERSION,
                        f"Cluster doesn't support removing voter because the {features.KRAFT_VERSION} feature is {level}")
     key = _replica_key(body["voter_id"], body["voter_directory_id"])
-    return _answer(VOTER_NOT_FOUND, f"Cannot remove voter {key} from the set of voters {_voters(broker)}")
+    return _answer(ErrorCode.VOTER_NOT_FOUND, f"Cannot remove voter {key} from the set of voters {_voters(broker)}")
 
 
 def register(registry, broker) -> None:

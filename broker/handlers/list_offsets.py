@@ -33,15 +33,12 @@ from minikafka.protocol.errors import ErrorCode, KafkaError, ProtocolError
 from .leader_epoch import LEADER_EPOCH, leader_epoch_error
 
 API_KEY = 2
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
 EARLIEST_PENDING_UPLOAD = -6
-UNSUPPORTED_VERSION = 35
 # The first ListOffsets version that knows each sentinel timestamp (Kafka 4.2 checks them).
 SENTINEL_MIN_VERSION = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
                         EARLIEST_PENDING_UPLOAD: 11}
@@ -66,14 +63,14 @@ def list_partition(broker, topic: str, p: dict, read_committed: bool, version: i
         return _entry(index, epoch_error)
     ts = p["timestamp"]
     if ts < 0 and version < SENTINEL_MIN_VERSION.get(ts, 1 << 16):
-        return _entry(index, UNSUPPORTED_VERSION)
+        return _entry(index, ErrorCode.UNSUPPORTED_VERSION)
     if ts == LATEST:
         offset = plog.last_stable_offset if read_committed else plog.high_watermark
-        return _entry(index, NONE, offset, -1, LEADER_EPOCH)
+        return _entry(index, ErrorCode.NONE, offset, -1, LEADER_EPOCH)
     if ts == EARLIEST or ts == EARLIEST_LOCAL:
-        return _entry(index, NONE, plog.log_start_offset, -1, LEADER_EPOCH)
+        return _entry(index, ErrorCode.NONE, plog.log_start_offset, -1, LEADER_EPOCH)
     if ts == LATEST_TIERED or ts == EARLIEST_PENDING_UPLOAD:
-        return _entry(index, NONE, -1, -1, -1)
+        return _entry(index, ErrorCode.NONE, -1, -1, -1)
     upper = plog.last_stable_offset if read_committed else plog.high_watermark
     try:
         found = plog.max_timestamp_offset() if ts == MAX_TIMESTAMP else plog.offset_for_timestamp(ts)
@@ -83,12 +80,11 @@ def list_partition(broker, topic: str, p: dict, read_committed: bool, version: i
             log.error("ListOffsets by timestamp on %s-%d: undecodable batch in the log: %s", topic, index, exc)
         return _entry(index, ErrorCode.CORRUPT_MESSAGE)
     if found is None or found[0] >= upper:
-        return _entry(index, NONE, -1, -1, -1)
+        return _entry(index, ErrorCode.NONE, -1, -1, -1)
     offset, timestamp = found
-    return _entry(index, NONE, offset, timestamp, LEADER_EPOCH)
+    return _entry(index, ErrorCode.NONE, offset, timestamp, LEADER_EPOCH)
 
 
-TOPIC_AUTHORIZATION_FAILED = 29
 
 
 async def handle_list_offsets(ctx, body: dict) -> dict:
@@ -98,7 +94,7 @@ async def handle_list_offsets(ctx, body: dict) -> dict:
         name = topic["name"]
         if not az.authorize(ctx, az.DESCRIBE, az.TOPIC, name):  # issue 12
             topics.append({"name": name, "partitions": [
-                _entry(p["partition_index"], TOPIC_AUTHORIZATION_FAILED, -1, -1, -1)
+                _entry(p["partition_index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1)
                 for p in topic.get("partitions") or ()]})
             continue
         topics.append({"name": name, "partitions": [

@@ -34,11 +34,6 @@ from minikafka.protocol.errors import ErrorCode, KafkaError
 log = logging.getLogger("minikafka.metadata")
 
 API_KEY = 3
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INVALID_TOPIC = 17
-UNKNOWN_TOPIC_ID = 100
-TOPIC_AUTHORIZATION_FAILED = 29
 ZERO_UUID = uuid.UUID(int=0)
 AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2147483648
 # Bit sets of Kafka's AclOperation codes (READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
@@ -58,12 +53,13 @@ def broker_entry(broker, ctx=None) -> dict:
 def topic_entry(broker, info, include_ops: bool, ctx=None) -> dict:
     node = broker.config.node_id
     replicas = [node]
+    none = ErrorCode.NONE  # bound once: an enum attribute costs ~60 ns per lookup, here per partition
     partitions = [
-        {"error_code": NONE, "partition_index": p, "leader_id": node, "leader_epoch": 0,
+        {"error_code": none, "partition_index": p, "leader_id": node, "leader_epoch": 0,
          "replica_nodes": replicas, "isr_nodes": replicas, "offline_replicas": []}
         for p in range(info.num_partitions)
     ]
-    return {"error_code": NONE, "name": info.name, "topic_id": info.topic_id,
+    return {"error_code": ErrorCode.NONE, "name": info.name, "topic_id": info.topic_id,
             "is_internal": info.internal, "partitions": partitions,
             "topic_authorized_operations": (az.authorized_operations(ctx, az.TOPIC, info.name) if ctx is not None and az.enabled(broker)
                                             else TOPIC_OPERATIONS) if include_ops else AUTHORIZED_OPERATIONS_NOT_REQUESTED}
@@ -102,10 +98,10 @@ def build_metadata(broker, version: int, body: dict, client_id=None, ctx=None) -
             if name is None:
                 info = controller.topic_by_id(topic_id) if topic_id not in (None, ZERO_UUID) else None
                 if info is None:
-                    topics.append(error_entry(None, topic_id, UNKNOWN_TOPIC_ID))
+                    topics.append(error_entry(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
                 elif secured and not az.authorize(ctx, az.DESCRIBE, az.TOPIC, info.name):
                     # Kafka: ids are not secret, so the id is answered, but never the name.
-                    topics.append(error_entry(None, topic_id, TOPIC_AUTHORIZATION_FAILED))
+                    topics.append(error_entry(None, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 else:
                     topics.append(topic_entry(broker, info, include_ops, ctx))
                 continue
@@ -114,11 +110,11 @@ def build_metadata(broker, version: int, body: dict, client_id=None, ctx=None) -
             seen.add(name)
             info = controller.topic(name)
             if secured and not az.authorize(ctx, az.DESCRIBE, az.TOPIC, name):
-                topics.append(error_entry(name, None, TOPIC_AUTHORIZATION_FAILED))
+                topics.append(error_entry(name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             if info is None and auto_create and secured and not (
                     az.authorize(ctx, az.CREATE, az.CLUSTER) or az.authorize(ctx, az.CREATE, az.TOPIC, name)):
-                topics.append(error_entry(name, None, TOPIC_AUTHORIZATION_FAILED))
+                topics.append(error_entry(name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             if info is None and auto_create:
                 try:
@@ -129,11 +125,11 @@ def build_metadata(broker, version: int, body: dict, client_id=None, ctx=None) -
                     if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS:
                         info = controller.topic(name)
                     else:
-                        code = INVALID_TOPIC if exc.code == INVALID_TOPIC else exc.code
+                        code = ErrorCode.INVALID_TOPIC if exc.code == ErrorCode.INVALID_TOPIC else exc.code
                         topics.append(error_entry(name, None, code))
                         continue
             if info is None:
-                code = INVALID_TOPIC if not controller.valid_topic_name(name) else UNKNOWN_TOPIC_OR_PARTITION
+                code = ErrorCode.INVALID_TOPIC if not controller.valid_topic_name(name) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 topics.append(error_entry(name, None, code))
             else:
                 topics.append(topic_entry(broker, info, include_ops, ctx))
@@ -145,7 +141,7 @@ def build_metadata(broker, version: int, body: dict, client_id=None, ctx=None) -
         "topics": topics,
         "cluster_authorized_operations": _cluster_operations(broker, ctx)
         if body.get("include_cluster_authorized_operations") else AUTHORIZED_OPERATIONS_NOT_REQUESTED,
-        "error_code": NONE,
+        "error_code": ErrorCode.NONE,
     }
 
 

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 from minikafka.broker.security import authorizer as az
 
-from minikafka.protocol.errors import KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
 
 from .leader_epoch import LEADER_EPOCH, leader_epoch_error
 
 API_KEY = 23
-NONE = 0
 
 
 def _entry(index: int, error: int, epoch: int = -1, end_offset: int = -1) -> dict:
@@ -39,8 +38,8 @@ def epoch_for(broker, topic: str, p: dict) -> dict:
     if epoch_error:
         return _entry(index, epoch_error)
     if p["leader_epoch"] != LEADER_EPOCH:
-        return _entry(index, NONE)
-    return _entry(index, NONE, LEADER_EPOCH, plog.log_end_offset)
+        return _entry(index, ErrorCode.NONE)
+    return _entry(index, ErrorCode.NONE, LEADER_EPOCH, plog.log_end_offset)
 
 
 async def handle_offset_for_leader_epoch(ctx, body: dict) -> dict:

@@ -51,21 +51,9 @@ from minikafka.protocol.validation import BatchRejected, ValidationRules, valida
 log = logging.getLogger("minikafka.produce")
 
 API_KEY = 0
-NONE = 0
-CORRUPT_MESSAGE = 2
-UNKNOWN_TOPIC_OR_PARTITION = 3
-MESSAGE_TOO_LARGE = 10
-INVALID_TOPIC_EXCEPTION = 17
-INVALID_REQUIRED_ACKS = 21
-INVALID_RECORD = 87
-INVALID_TXN_STATE = 48
-TRANSACTION_ABORTABLE = 120
-INVALID_TIMESTAMP = 32
-KAFKA_STORAGE_ERROR = 56
 LONG_MAX = 9223372036854775807
 LEADER_EPOCH = 0
-RECORD_LIST_TOO_LARGE = 18
-_NO_MESSAGE = (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE)
+_NO_MESSAGE = (ErrorCode.CORRUPT_MESSAGE, ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE)
 _NOT_IN_TRANSACTION = "Partition was not added to the transaction"
 TV2_PRODUCE_VERSION = 12
 
@@ -111,11 +99,11 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
     """Validate and append one partition's batch; returns its response entry."""
     controller = broker.controller
     if info is None or not 0 <= index < info.num_partitions:
-        return _partition_response(index, UNKNOWN_TOPIC_OR_PARTITION)
+        return _partition_response(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if info.internal:
-        return _partition_response(index, INVALID_TOPIC_EXCEPTION)  # no message, as Kafka 4.2
+        return _partition_response(index, ErrorCode.INVALID_TOPIC_EXCEPTION)  # no message, as Kafka 4.2
     if records is None:
-        return _partition_response(index, INVALID_RECORD, message="Produce request without records")
+        return _partition_response(index, ErrorCode.INVALID_RECORD, message="Produce request without records")
     try:
         header = validate_batch(records, validation_rules(broker, topic), api_version=api_version,
                                 now_ms=broker.now_ms())
@@ -158,7 +146,7 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
             log.debug("duplicate batch of producer %d seq %d on %s-%d acknowledged at offset %d",
                       header.producer_id, header.base_sequence, topic, index, check.duplicate.first_offset)
             # Kafka 4.2 answers a duplicate with the stored batch's timestamp as its append time.
-            return _partition_response(index, NONE, check.duplicate.first_offset, plog.log_start_offset,
+            return _partition_response(index, ErrorCode.NONE, check.duplicate.first_offset, plog.log_start_offset,
                                        check.duplicate.max_timestamp)
         if check.error:
             # Kafka 4.2 answers a sequence or epoch error with the partition's log start offset.
@@ -177,7 +165,7 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
     try:
         result = plog.append(records, validated=True)
     except CorruptRecordError as exc:
-        return _partition_response(index, CORRUPT_MESSAGE, message=str(exc))
+        return _partition_response(index, ErrorCode.CORRUPT_MESSAGE, message=str(exc))
     except KafkaError as exc:
         return _partition_response(index, exc.code, message=str(exc))
     base_offset, append_time = result.base_offset, result.log_append_time
@@ -185,7 +173,7 @@ def produce_partition(broker, topic: str, info, index: int, records, transaction
         state.record(header.producer_id, header.producer_epoch, header.base_sequence,
                      header.last_offset_delta, base_offset, header.max_timestamp)
     broker.notify_append(topic, index)
-    return _partition_response(index, NONE, base_offset, plog.log_start_offset, append_time)
+    return _partition_response(index, ErrorCode.NONE, base_offset, plog.log_start_offset, append_time)
 
 
 def handle_produce_sync(broker, version: int, body: dict) -> dict | None:
@@ -196,7 +184,7 @@ def handle_produce_sync(broker, version: int, body: dict) -> dict | None:
         raise CloseConnection(f"Produce v{version} (message format v0/v1) is not served by Kafka 4; "
                               "it closes the connection")
     if acks not in (0, 1, -1):
-        error = INVALID_REQUIRED_ACKS
+        error = ErrorCode.INVALID_REQUIRED_ACKS
         for topic in topics:
             responses.append({"name": topic["name"], "partition_responses": [
                 _partition_response(p["index"], error) for p in topic.get("partition_data") or []]})
@@ -210,9 +198,9 @@ def handle_produce_sync(broker, version: int, body: dict) -> dict | None:
                  for p in topic.get("partition_data") or []]
         if version < 11:
             for part in parts:  # Kafka answers older producers INVALID_TXN_STATE instead
-                if part["error_code"] == TRANSACTION_ABORTABLE:
+                if part["error_code"] == ErrorCode.TRANSACTION_ABORTABLE:
                     # ... saying why (Kafka 4.2; v11's TRANSACTION_ABORTABLE has no message).
-                    part.update(error_code=INVALID_TXN_STATE, error_message=_NOT_IN_TRANSACTION)
+                    part.update(error_code=ErrorCode.INVALID_TXN_STATE, error_message=_NOT_IN_TRANSACTION)
         responses.append({"name": name, "partition_responses": parts})
     return {"responses": responses, "throttle_time_ms": 0}
 
@@ -248,7 +236,6 @@ def authorize_produce(ctx, body: dict) -> list:
         _partition_response(p["index"], int(code)) for p in t.get("partition_data") or []]} for t in denied]
 
 
-UNKNOWN_TOPIC_ID = 100
 FIRST_TOPIC_ID_VERSION = 13
 
 
@@ -284,7 +271,7 @@ def _names_from_ids(broker, body: dict) -> tuple[dict, list]:
         info = controller.topic_by_id(topic_id) if topic_id is not None and topic_id.int else None
         if info is None:
             unknown.append({"topic_id": topic_id, "partition_responses": [
-                _partition_response(p["index"], UNKNOWN_TOPIC_ID) for p in topic.get("partition_data") or []]})
+                _partition_response(p["index"], ErrorCode.UNKNOWN_TOPIC_ID) for p in topic.get("partition_data") or []]})
         else:
             known.append(dict(topic, name=info.name))
     return dict(body, topic_data=known), unknown

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import asyncio
 
+from minikafka.protocol.errors import ErrorCode
+
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
-ILLEGAL_SASL_STATE = 34
-SASL_AUTHENTICATION_FAILED = 58
 
 
 async def _after_failure(session, conn) -> None:
@@ -36,7 +36,7 @@ def register(registry, broker) -> None:
         conn = ctx.connection
         session = getattr(conn, "sasl", None)
         if session is None:
-            return {"error_code": ILLEGAL_SASL_STATE, "mechanisms": []}
+            return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": []}
         code = session.handshake(conn, ctx.api_version, body.get("mechanism") or "")
         if code:
             await _after_failure(session, conn)
@@ -46,18 +46,18 @@ def register(registry, broker) -> None:
         conn = ctx.connection
         session = getattr(conn, "sasl", None)
         if session is None:
-            return {"error_code": ILLEGAL_SASL_STATE, "error_message": "Unexpected SaslAuthenticate",
+            return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "error_message": "Unexpected SaslAuthenticate",
                     "auth_bytes": b"", "session_lifetime_ms": 0}
         if session.state != "AUTHENTICATE":
             await _after_failure(session, conn)
-            return {"error_code": ILLEGAL_SASL_STATE, "error_message": "Unexpected SaslAuthenticate",
+            return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "error_message": "Unexpected SaslAuthenticate",
                     "auth_bytes": b"", "session_lifetime_ms": 0}
         reply, error, lifetime = session.authenticate(conn, body.get("auth_bytes") or b"")
         if error is not None:
             await _after_failure(session, conn)
-            return {"error_code": SASL_AUTHENTICATION_FAILED, "error_message": error,
+            return {"error_code": ErrorCode.SASL_AUTHENTICATION_FAILED, "error_message": error,
                     "auth_bytes": b"", "session_lifetime_ms": 0}
-        return {"error_code": 0, "error_message": "", "auth_bytes": reply,  # "" as Kafka sends it
+        return {"error_code": ErrorCode.NONE, "error_message": "", "auth_bytes": reply,  # "" as Kafka sends it
                 "session_lifetime_ms": lifetime}
 
     registry.register(SASL_HANDSHAKE, 0, 1, handle_handshake)

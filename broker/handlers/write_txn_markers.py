@@ -27,15 +27,10 @@ from __future__ import annotations
 import weakref
 
 from minikafka.broker.security import authorizer as az
-from minikafka.protocol.errors import KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
 
 WRITE_TXN_MARKERS = 27
 OFFSETS_TOPIC = "__consumer_offsets"
-UNKNOWN_TOPIC_OR_PARTITION = 3
-CLUSTER_AUTHORIZATION_FAILED = 31
-INVALID_PRODUCER_EPOCH = 47
-TRANSACTION_COORDINATOR_FENCED = 52
-KAFKA_STORAGE_ERROR = 56
 
 # broker -> {(topic, partition, producer id): coordinator epoch of the last marker written}
 _FENCES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -55,7 +50,7 @@ def _partition_exists(broker, topic: str, partition: int) -> bool:
 
 def _write_one(broker, marker: dict, topic: str, partition: int) -> int:
     if not _partition_exists(broker, topic, partition):
-        return UNKNOWN_TOPIC_OR_PARTITION
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     pid, epoch = marker["producer_id"], marker["producer_epoch"]
     coordinator_epoch = marker["coordinator_epoch"]
     controller = broker.controller
@@ -66,15 +61,15 @@ def _write_one(broker, marker: dict, topic: str, partition: int) -> int:
             return int(exc.code)
         entry = controller.producer_states.for_partition(topic, partition, plog).producers.get(pid)
         if entry is not None and epoch < entry.epoch:
-            return INVALID_PRODUCER_EPOCH
+            return ErrorCode.INVALID_PRODUCER_EPOCH
         # Transactions V2 end with a bumped epoch: a TV2 marker for an open transaction must
         # carry an epoch above the transaction's (Kafka 4.2 answers the same epoch with 47).
         if (marker.get("transaction_version", 0) >= 2 and entry is not None and epoch <= entry.epoch
                 and plog.txn.open_transaction_start(pid) >= 0):
-            return INVALID_PRODUCER_EPOCH
+            return ErrorCode.INVALID_PRODUCER_EPOCH
     fences = _fences(broker)
     if fences.get((topic, partition, pid), -1) > coordinator_epoch:
-        return TRANSACTION_COORDINATOR_FENCED
+        return ErrorCode.TRANSACTION_COORDINATOR_FENCED
     txn = broker.txn_coordinator
     try:
         written = txn.write_marker(topic, partition, pid, epoch, bool(marker["transaction_result"]),
@@ -82,9 +77,9 @@ def _write_one(broker, marker: dict, topic: str, partition: int) -> int:
     except KafkaError as exc:
         return int(exc.code)
     except OSError:
-        return KAFKA_STORAGE_ERROR
+        return ErrorCode.KAFKA_STORAGE_ERROR
     if not written:
-        return UNKNOWN_TOPIC_OR_PARTITION
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     fences[(topic, partition, pid)] = coordinator_epoch
     return 0
 
@@ -98,7 +93,7 @@ async def write_txn_markers(ctx, body: dict) -> dict:
             partitions = []
             for partition in item.get("partition_indexes") or ():
                 code = (_write_one(ctx.broker, marker, item["name"], partition) if allowed
-                        else CLUSTER_AUTHORIZATION_FAILED)
+                        else ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
                 partitions.append({"partition_index": partition, "error_code": code})
             topics.append({"name": item["name"], "partitions": partitions})
         results.append({"producer_id": marker["producer_id"], "topics": topics})

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from minikafka.protocol.errors import ErrorCode
+
 
 @dataclass
 class PartitionView:
@@ -127,7 +129,7 @@ def describe_transaction(broker, transactional_id: str) -> dict | None:
     if coordinator is None:
         return None
     desc = coordinator.describe(transactional_id)
-    return desc if desc["error_code"] == 0 else None
+    return desc if desc["error_code"] == ErrorCode.NONE else None
 
 
 def partition_producers(broker, topic: str, partition: int) -> list[dict]:

@@ -38,6 +38,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
+from minikafka.protocol.errors import ErrorCode
+
 if TYPE_CHECKING:  # scram (hashlib, hmac) is imported with the first token, not at start-up
     from .scram import ScramCredential
 
@@ -47,15 +49,6 @@ RECORD_TYPES = ("delegation_token", "remove_delegation_token")
 LONG_MAX = 2 ** 63 - 1
 
 # Kafka's error codes of the token APIs.
-NONE = 0
-UNSUPPORTED_VERSION = 35
-DELEGATION_TOKEN_AUTH_DISABLED = 61
-DELEGATION_TOKEN_NOT_FOUND = 62
-DELEGATION_TOKEN_OWNER_MISMATCH = 63
-DELEGATION_TOKEN_REQUEST_NOT_ALLOWED = 64
-DELEGATION_TOKEN_AUTHORIZATION_FAILED = 65
-DELEGATION_TOKEN_EXPIRED = 66
-INVALID_PRINCIPAL_TYPE = 67
 
 USER_TYPE = "User"
 
@@ -200,14 +193,14 @@ class DelegationTokens:
     def create(self, requester: str, owner: str, renewers: list[tuple[str, str]], max_lifetime_ms: int,
                now_ms: int) -> tuple[int, DelegationToken | None]:
         if not self.enabled:
-            return DELEGATION_TOKEN_AUTH_DISABLED, None
+            return ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED, None
         lifetime = self.max_lifetime_ms
         if max_lifetime_ms > 0:
             lifetime = min(lifetime, max_lifetime_ms)
         max_ts = saturating_add(now_ms, lifetime)
         expiry_ts = min(max_ts, saturating_add(now_ms, self.expiry_time_ms))
         if any(kind != USER_TYPE for kind, _ in renewers):
-            return INVALID_PRINCIPAL_TYPE, None
+            return ErrorCode.INVALID_PRINCIPAL_TYPE, None
         token_id = kafka_uuid_string()
         while token_id in self.tokens:  # pragma: no cover - 122 random bits
             token_id = kafka_uuid_string()
@@ -216,13 +209,13 @@ class DelegationTokens:
         self._commit(token.to_record())
         log.info("created delegation token %s for owner %s (requester %s), expires %d, max %d",
                  token_id, owner, requester, expiry_ts, max_ts)
-        return NONE, self.tokens[token_id]
+        return ErrorCode.NONE, self.tokens[token_id]
 
     def _find(self, value: bytes) -> tuple[int, DelegationToken | None]:
         if not self.enabled:
-            return DELEGATION_TOKEN_AUTH_DISABLED, None
+            return ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED, None
         token = self.by_hmac(value)
-        return (DELEGATION_TOKEN_NOT_FOUND, None) if token is None else (NONE, token)
+        return (ErrorCode.DELEGATION_TOKEN_NOT_FOUND, None) if token is None else (ErrorCode.NONE, token)
 
     def renew(self, value: bytes, principal: str, period_ms: int, now_ms: int) -> tuple[int, int]:
         """(error, new expiry timestamp); the timestamp is 0 on an error, as Kafka's controller."""
@@ -230,15 +223,15 @@ class DelegationTokens:
         if error:
             return error, 0
         if token.expired(now_ms):
-            return DELEGATION_TOKEN_EXPIRED, 0
+            return ErrorCode.DELEGATION_TOKEN_EXPIRED, 0
         if not token.may_renew(principal):
-            return DELEGATION_TOKEN_OWNER_MISMATCH, 0
+            return ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH, 0
         lifetime = self.expiry_time_ms
         if period_ms > 0:
             lifetime = min(lifetime, period_ms)
         expiry_ts = min(token.max_timestamp, saturating_add(now_ms, lifetime))
         self._commit({**token.to_record(), "expiration_timestamp": expiry_ts})
-        return NONE, expiry_ts
+        return ErrorCode.NONE, expiry_ts
 
     def expire(self, value: bytes, principal: str, period_ms: int, now_ms: int) -> tuple[int, int]:
         """Kafka 4.2's order: the owner check comes before the expiry check, and a negative
@@ -247,15 +240,15 @@ class DelegationTokens:
         if error:
             return error, 0
         if not token.may_renew(principal):
-            return DELEGATION_TOKEN_OWNER_MISMATCH, 0
+            return ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH, 0
         if period_ms < 0:
             self._commit({"type": "remove_delegation_token", "token_id": token.token_id})
-            return NONE, now_ms
+            return ErrorCode.NONE, now_ms
         if token.expired(now_ms):
-            return DELEGATION_TOKEN_EXPIRED, 0
+            return ErrorCode.DELEGATION_TOKEN_EXPIRED, 0
         expiry_ts = min(token.max_timestamp, saturating_add(now_ms, period_ms))
         self._commit({**token.to_record(), "expiration_timestamp": expiry_ts})
-        return NONE, expiry_ts
+        return ErrorCode.NONE, expiry_ts
 
     def sweep(self, now_ms: int) -> int:
         """Remove every token whose max or expiry timestamp has passed; returns how many."""

@@ -17,6 +17,7 @@ from minikafka.broker.handlers import delegation_tokens as dt
 from minikafka.broker.security import authorizer as az
 from minikafka.broker.security import tokens as tk
 from minikafka.broker.security.scram import ScramError, ScramServer
+from minikafka.protocol.errors import ErrorCode
 
 from broker_fakes import Ctx, FakeBroker
 
@@ -99,7 +100,7 @@ async def test_requests_not_allowed(broker):
     for kw in ({"protocol": "PLAINTEXT"}, {"protocol": "SSL", "principal": "User:ANONYMOUS"},
                {"token_authenticated": True}):
         r = await create(broker, **kw)
-        assert r["error_code"] == tk.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
+        assert r["error_code"] == ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
         assert (r["issue_timestamp_ms"], r["token_id"], r["hmac"]) == (-1, "", b"")
     # mutual TLS is a real principal: allowed
     assert (await create(broker, protocol="SSL", principal="User:CN=alice"))["error_code"] == 0
@@ -114,12 +115,12 @@ async def test_disabled_without_a_secret_key(tmp_path):
     b = FakeBroker(str(tmp_path))
     try:
         r = await create(b)
-        assert r["error_code"] == tk.DELEGATION_TOKEN_AUTH_DISABLED and r["issue_timestamp_ms"] == 0
+        assert r["error_code"] == ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED and r["issue_timestamp_ms"] == 0
         assert (await renew(b, b"x", 1))["error_code"] == 61
         assert (await expire(b, b"x", 1))["error_code"] == 61
         assert (await describe(b))["error_code"] == 61
         # the broker's own checks come first
-        assert (await create(b, renewers=[("Group", "g")]))["error_code"] == tk.INVALID_PRINCIPAL_TYPE
+        assert (await create(b, renewers=[("Group", "g")]))["error_code"] == ErrorCode.INVALID_PRINCIPAL_TYPE
         assert (await create(b, protocol="PLAINTEXT"))["error_code"] == 64
     finally:
         b.logs.close()
@@ -127,7 +128,7 @@ async def test_disabled_without_a_secret_key(tmp_path):
 
 async def test_renewers_must_be_users(broker):
     r = await create(broker, version=2, renewers=[("User", "bob"), ("Group", "g")])
-    assert r["error_code"] == tk.INVALID_PRINCIPAL_TYPE and r["max_timestamp_ms"] == -1
+    assert r["error_code"] == ErrorCode.INVALID_PRINCIPAL_TYPE and r["max_timestamp_ms"] == -1
     assert broker.controller.security.tokens.tokens == {}
 
 
@@ -135,7 +136,7 @@ async def test_renew_and_expire_rules(broker):
     t = await create(broker, renewers=[("User", "bob")])
     h, now = t["hmac"], broker.now_ms()
     assert await renew(broker, b"unknown", 1) == {"error_code": 62, "expiry_timestamp_ms": 0, "throttle_time_ms": 0}
-    assert (await renew(broker, h, 1000, principal="User:carol"))["error_code"] == tk.DELEGATION_TOKEN_OWNER_MISMATCH
+    assert (await renew(broker, h, 1000, principal="User:carol"))["error_code"] == ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH
     assert (await expire(broker, h, 1000, principal="User:carol"))["error_code"] == 63
     assert (await renew(broker, h, 1000, principal="User:bob"))["expiry_timestamp_ms"] == now + 1000
     assert (await renew(broker, h, -1))["expiry_timestamp_ms"] == now + DAY  # <= 0: the default
@@ -144,12 +145,12 @@ async def test_renew_and_expire_rules(broker):
     assert (await expire(broker, h, 0))["expiry_timestamp_ms"] == now
     broker._now += 1
     # expired: a renewal and a non-negative expiry are refused, a negative expiry still removes it
-    assert (await renew(broker, h, 1000))["error_code"] == tk.DELEGATION_TOKEN_EXPIRED
-    assert (await expire(broker, h, 5))["error_code"] == tk.DELEGATION_TOKEN_EXPIRED
-    assert (await renew(broker, h, 1000, principal="User:carol"))["error_code"] == tk.DELEGATION_TOKEN_EXPIRED
-    assert (await expire(broker, h, 5, principal="User:carol"))["error_code"] == tk.DELEGATION_TOKEN_OWNER_MISMATCH
+    assert (await renew(broker, h, 1000))["error_code"] == ErrorCode.DELEGATION_TOKEN_EXPIRED
+    assert (await expire(broker, h, 5))["error_code"] == ErrorCode.DELEGATION_TOKEN_EXPIRED
+    assert (await renew(broker, h, 1000, principal="User:carol"))["error_code"] == ErrorCode.DELEGATION_TOKEN_EXPIRED
+    assert (await expire(broker, h, 5, principal="User:carol"))["error_code"] == ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH
     assert await expire(broker, h, -5) == {"error_code": 0, "expiry_timestamp_ms": now + 1, "throttle_time_ms": 0}
-    assert (await renew(broker, h, 1000))["error_code"] == tk.DELEGATION_TOKEN_NOT_FOUND
+    assert (await renew(broker, h, 1000))["error_code"] == ErrorCode.DELEGATION_TOKEN_NOT_FOUND
 
 
 async def test_owner_other_than_requester_needs_create_tokens(broker):
@@ -157,7 +158,7 @@ async def test_owner_other_than_requester_needs_create_tokens(broker):
     broker.config.set("super.users", "User:admin")
     broker.security = types.SimpleNamespace(authorizer=az.build(broker))
     r = await create(broker, owner="carol")
-    assert r["error_code"] == tk.DELEGATION_TOKEN_AUTHORIZATION_FAILED
+    assert r["error_code"] == ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED
     assert (r["principal_name"], r["token_requester_principal_name"]) == ("carol", "alice")
     broker.controller.security.add_acl("a1", {
         "resource_type": az.USER, "resource_name": "User:carol", "pattern_type": az.LITERAL,
@@ -214,7 +215,7 @@ async def test_describe_counts_the_requester_as_kafka_does(broker):
     assert ids(await describe(broker, owners=owner("alice"))) == sorted([mine["token_id"], for_carol["token_id"]])
     assert ids(await describe(broker, owners=owner("carol"))) == [for_carol["token_id"]]
     assert ids(await describe(broker, owners=owner("alice"), principal="User:carol")) == [for_carol["token_id"]]
-    assert (await renew(broker, for_carol["hmac"], 1000))["error_code"] == tk.DELEGATION_TOKEN_OWNER_MISMATCH
+    assert (await renew(broker, for_carol["hmac"], 1000))["error_code"] == ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH
     assert (await renew(broker, for_carol["hmac"], 1000, principal="User:carol"))["error_code"] == 0
 
 

@@ -1,8 +1,11 @@
 from minikafka.protocol.records import build_batch, read_header
 
 from minikafka.broker.producer_state import (
-    INT32_MAX, INVALID_PRODUCER_EPOCH, NONE, OUT_OF_ORDER_SEQUENCE_NUMBER, PartitionProducerState,
-    ProducerIdManager, in_sequence, last_sequence)
+    INT32_MAX, PartitionProducerState, ProducerIdManager, in_sequence, last_sequence)
+from minikafka.protocol.errors import ErrorCode
+
+NONE, INVALID_PRODUCER_EPOCH = ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_EPOCH
+OUT_OF_ORDER_SEQUENCE_NUMBER = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
 def append(state, pid, epoch, seq, count, offset, ts=1000):
