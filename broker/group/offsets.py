@@ -59,9 +59,6 @@ class GroupDirectory(Protocol):
     def ensure_group(self, group_id: str) -> None:
         """Offsets of an id no group type holds make a "simple" (Empty, protocol-less) classic group."""
 
-    def ensure_classic_group(self, group_id: str) -> None:
-        """A committed transaction's offsets for an id the classic manager does not hold."""
-
 
 class OffsetManager:
     def __init__(self, runtime: Runtime, config, groups: GroupDirectory) -> None:
@@ -106,7 +103,7 @@ class OffsetManager:
         if not pending or not commit:
             return
         for group_id, topics in pending.items():
-            self.groups.ensure_classic_group(group_id)
+            self.groups.ensure_group(group_id)
             for topic, partitions in topics.items():
                 for index, om in partitions.items():
                     current = self.committed.get(group_id, {}).get(topic, {}).get(index)

@@ -373,10 +373,6 @@ class CoordinatorShard:
             # Offsets committed without group membership: a "simple" group, Empty, no protocol type.
             self.classic.create_group(group_id)
 
-    def ensure_classic_group(self, group_id: str) -> None:
-        if self.classic.group(group_id) is None:
-            self.classic.create_group(group_id)
-
     # == classic protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup ===========================
 
     def _classic_protocol(self, group_id: str):

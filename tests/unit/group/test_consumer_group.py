@@ -388,6 +388,13 @@ def test_transactional_and_old_version_commits_of_consumer_group_members():
     assert txn("zz", 2) == E.UNKNOWN_MEMBER_ID
     assert txn("a", 2) == E.NONE
     assert "g" not in cg.shard.classic.groups  # no classic group sneaks in beside the consumer group
+    cg.shard.complete_transaction(7, 0, commit=True)
+    # ... nor when the transaction commits: one id, one group type.
+    assert "g" not in cg.shard.classic.groups
+    assert [(g["group_id"], g["group_type"]) for g in cg.shard.list_groups()] == [("g", "consumer")]
+    assert cg.shard.describe_group("g")["group_state"] == "Dead"
+    assert cg.shard.fetch_offsets("g", [{"name": "t1", "partition_indexes": [1]}])["topics"][0]["partitions"][0][
+        "committed_offset"] == 9
     v8 = cg.shard.commit_offsets({"group_id": "g", "generation_id_or_member_epoch": 2, "member_id": "a",
                                   "topics": topics}, api_version=8)
     assert v8["topics"][0]["partitions"][0]["error_code"] == E.UNSUPPORTED_VERSION
