@@ -226,9 +226,9 @@ class FetchSessionCache:
         self.incremental = 0
 
     @classmethod
-    def from_config(cls, config) -> "FetchSessionCache":
+    def from_config(cls, config, clock: Callable[[], float] | None = None) -> "FetchSessionCache":
         return cls(config.get("max.incremental.fetch.session.cache.slots"),
-                   config.get("fetch.session.eviction.ms"))
+                   config.get("fetch.session.eviction.ms"), clock)
 
     def now_ms(self) -> float:
         return self._clock()
@@ -308,7 +308,8 @@ def _error(code: int) -> dict:
 def _cache_of(broker) -> FetchSessionCache:
     cache = getattr(broker, "fetch_sessions", None)
     if cache is None:
-        cache = FetchSessionCache.from_config(broker.config)
+        # Broker time (broker/clock.py), so an advanced clock ages sessions like every other timeout.
+        cache = FetchSessionCache.from_config(broker.config, getattr(broker, "now_ms", None))
         broker.fetch_sessions = cache
     return cache
 

@@ -250,3 +250,24 @@ async def test_a_response_dropped_by_throttling_is_not_counted_as_sent(broker):
     assert answered(resp) == [("t", 0)] and resp["responses"][0]["partitions"][0]["high_watermark"] == 1
     resp = await FETCH(Ctx(broker, 1, 12), req(sid, 3))
     assert resp["responses"] == []
+
+
+def test_the_broker_cache_ages_sessions_on_broker_time(tmp_path):
+    """One notion of time: the cache a broker builds reads the broker's clock, so advancing it (the
+    control API's clock advance) makes idle sessions evictable as it expires every other timeout."""
+    from minikafka.broker.handlers.fetch_session import _cache_of
+
+    b = FakeBroker(str(tmp_path), **{"fetch.session.eviction.ms": 1000,
+                                     "max.incremental.fetch.session.cache.slots": 1})
+    try:
+        cache = _cache_of(b)
+        assert _cache_of(b) is cache and cache.now_ms() == b.now_ms()
+        idle = cache.maybe_create(False, 5, cache.now_ms())
+        assert idle is not None
+        assert cache.maybe_create(False, 0, cache.now_ms()) is None  # the one slot is taken, not stale yet
+        b._now += 1001  # the broker's clock moves; nothing else does
+        assert cache.now_ms() == b.now_ms()
+        assert cache.maybe_create(False, 0, cache.now_ms()) is not None  # the stale session gave way
+        assert cache.get(idle.id) is None
+    finally:
+        b.logs.close()
