@@ -719,10 +719,14 @@ def _activate(broker, info) -> "GroupCoordinator":
 
     # The broker's steerable clock: advancing it fires session and rebalance timeouts now.
     timer = timer_scope(broker, "group")
+    from ..share.apis import BrokerHooks
+    from ..share.group_manager import ShareConfig
+
     coordinator = GroupCoordinator(info.num_partitions, lambda p: PartitionLogAdapter(broker, p), timer,
                                    broker, GroupConfig.from_broker_config(broker.config),
                                    ConsumerConfig.from_broker_config(broker.config),
-                                   topic_image(broker.controller))
+                                   topic_image(broker.controller),
+                                   ShareConfig.from_broker_config(broker.config), BrokerHooks(broker))
     coordinator.active = True
     broker.group_coordinator = coordinator
     return coordinator
