@@ -35,6 +35,9 @@ log = logging.getLogger("minikafka.share")
 SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE = 76, 77
 SHARE_VERSION = "share.version"
 NOT_REQUESTED_OPERATIONS = -2147483648
+# READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: what Kafka 4.2 reports for a share group
+# without an authorizer (the group configs' operations included).
+SHARE_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
 
 
 def share_groups_enabled(broker) -> bool:
@@ -142,7 +145,8 @@ async def share_group_describe(ctx, body: dict) -> dict:
         described = shard.share.describe(group_id, name_of)
         described["authorized_operations"] = NOT_REQUESTED_OPERATIONS
         if body.get("include_authorized_operations") and described["error_code"] == ErrorCode.NONE:
-            described["authorized_operations"] = az.authorized_operations(ctx, az.GROUP, group_id)
+            described["authorized_operations"] = (az.authorized_operations(ctx, az.GROUP, group_id)
+                                                  if az.enabled(broker) else SHARE_GROUP_OPERATIONS)
         out.append(described)
     return {"throttle_time_ms": 0, "groups": out}
 

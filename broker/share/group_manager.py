@@ -332,7 +332,7 @@ class ShareGroupManager:
     def _validate(request: dict) -> None:
         """Kafka 4.2's ``throwIfShareGroupHeartbeatRequestIsInvalid``, in its order."""
         if not request.get("member_id"):
-            raise _Error(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+            raise _Error(ErrorCode.INVALID_REQUEST, None)  # Kafka 4.2 answers this one without a message
         if not request.get("group_id"):
             raise _Error(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
         if request.get("rack_id") == "":

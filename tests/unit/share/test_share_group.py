@@ -132,7 +132,7 @@ def test_epoch_checks_unknown_member_and_fencing():
 
 
 @pytest.mark.parametrize("request_, message", [
-    ({"member_id": "", "member_epoch": 0}, "MemberId can't be empty."),
+    ({"member_id": "", "member_epoch": 0}, None),  # Kafka 4.2 gives no message for this one
     ({"group_id": "", "member_epoch": 0}, "GroupId can't be empty."),
     ({"rack_id": "", "member_epoch": 0}, "RackId can't be empty."),
     ({"subscribed_topic_names": [], "member_epoch": 0}, "SubscribedTopicNames must be set in first request."),
