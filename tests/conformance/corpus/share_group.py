@@ -148,3 +148,17 @@ def share_group_id_across_group_types(ctx):
                                                                 "committed_metadata": ""}]}]},
               expect=lambda o: ok(o))
     ctx.call(76, 1, heartbeat(kgroup, "m1", 0, [topic]), label="share heartbeat on a classic group")
+
+
+@scenario
+def share_version_feature(ctx):
+    """share.version: Kafka 4.2 finalizes 1; it may go down to 0 (share groups off) and not above 1.
+    Validate-only, so the shared brokers keep share groups for the other scenarios."""
+    for level, upgrade_type, label in ((0, 2, "safe downgrade to 0"), (0, 1, "downgrade as an upgrade"),
+                                       (1, 1, "the current level"), (2, 1, "unsupported level 2")):
+        ctx.call(57, 1, {"timeout_ms": 5000, "validate_only": True, "feature_updates": [
+            {"feature": "share.version", "max_version_level": level, "upgrade_type": upgrade_type}]}, label=label)
+    for v in ctx.versions(57):
+        ctx.call(57, v, {"timeout_ms": 5000, "validate_only": True, "feature_updates": [
+            {"feature": "share.version", "max_version_level": 1, "upgrade_type": 1, "allow_downgrade": False}]},
+            label="the current level, every version")
