@@ -1,0 +1,129 @@
+"""Share groups (KIP-932), the group side, with confluent-kafka's ``ShareConsumer`` (librdkafka's share
+consumer) on minikafka and on Apache Kafka 4.2: joining, the assignment (after the share state of the
+partitions is initialized), a second member sharing the partitions, leaving, and deleting the empty
+group.  Records are not fetched here (ShareFetch is the share partitions' part); the group's members
+and assignments are read with ShareGroupDescribe and ListGroups.
+
+The heartbeat interval is Kafka's default (5 s): a member gets its partitions on the heartbeat after
+the one that joined, so each step waits a few seconds."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from conftest import RawClient, broker_for
+from test_group_clients import create_topic, wait_until
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+ShareConsumer = getattr(confluent_kafka, "ShareConsumer", None)
+if ShareConsumer is None:  # confluent-kafka < 2.15
+    pytest.skip("confluent-kafka without ShareConsumer", allow_module_level=True)
+
+WAIT = 40.0
+
+
+@pytest.fixture(scope="module")
+def broker(request, broker_kind, tmp_path_factory):
+    handle = broker_for(request, broker_kind, tmp_path_factory.mktemp("share"))
+    yield handle
+    handle.stop()
+
+
+def describe(broker, group: str) -> dict:
+    with RawClient(broker.port) as raw:
+        return raw.request(77, 1, {"group_ids": [group], "include_authorized_operations": False})["groups"][0]
+
+
+def assignments(broker, group: str) -> dict[str, set[int]]:
+    described = describe(broker, group)
+    return {m["member_id"]: {p for tp in m["assignment"]["topic_partitions"] for p in tp["partitions"]}
+            for m in described["members"]}
+
+
+def listed(broker, group: str):
+    with RawClient(broker.port) as raw:
+        groups = raw.request(16, 5, {"states_filter": [], "types_filter": ["share"]})["groups"]
+    return [g for g in groups if g["group_id"] == group]
+
+
+def consumer(broker, group: str, topic: str):
+    c = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    c.subscribe([topic])
+    return c
+
+
+def poll_until(consumers, predicate, what):
+    def step():
+        for c in consumers:
+            c.poll(0.2)  # drives the heartbeats (no records: nothing was produced)
+        return predicate()
+    wait_until(step, timeout=WAIT, what=what, interval=0)
+
+
+def test_share_consumers_join_share_partitions_leave_and_the_group_is_deleted(broker):
+    topic = f"share-{uuid.uuid4().hex[:8]}"
+    group = f"sg-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, 2)
+    first = consumer(broker, group, topic)
+    second = None
+    try:
+        poll_until([first], lambda: list(assignments(broker, group).values()) == [{0, 1}],
+                   "the first member to get both partitions")
+        described = describe(broker, group)
+        assert described["error_code"] == 0 and described["group_state"] == "Stable"
+        assert described["assignor_name"] == "simple"
+        (member,) = described["members"]
+        assert member["subscribed_topic_names"] == [topic]
+        assert member["member_epoch"] == described["assignment_epoch"] == described["group_epoch"]
+        assert [(g["group_state"], g["protocol_type"], g["group_type"]) for g in listed(broker, group)] == [
+            ("Stable", "share", "share")]
+
+        second = consumer(broker, group, topic)
+        # Two members, two partitions: one each (a partition is shared only when members outnumber them).
+        poll_until([first, second], lambda: sorted(map(sorted, assignments(broker, group).values())) == [[0], [1]],
+                   "the two members to split the partitions")
+
+        first.close()
+        first = None
+        poll_until([second], lambda: list(assignments(broker, group).values()) == [{0, 1}],
+                   "the remaining member to get both partitions back")
+    finally:
+        for c in (first, second):
+            if c is not None:
+                c.close()
+    wait_until(lambda: describe(broker, group)["group_state"] == "Empty", timeout=WAIT, what="the group to be empty")
+    with RawClient(broker.port) as raw:
+        result = raw.request(42, 2, {"groups_names": [group]})["results"][0]
+    assert result["error_code"] == 0
+    gone = describe(broker, group)
+    assert gone["error_code"] == 69 and gone["error_message"] == f"Group {group} not found."
+
+
+@pytest.mark.minikafka_only(reason="restarts the broker")
+def test_a_share_group_survives_a_broker_restart(tmp_path):
+    from conftest import start_broker
+
+    broker = start_broker(tmp_path)
+    topic = f"share-{uuid.uuid4().hex[:8]}"
+    group = f"sg-{uuid.uuid4().hex[:8]}"
+    try:
+        create_topic(broker.bootstrap, topic, 1)
+        member = consumer(broker, group, topic)
+        try:
+            poll_until([member], lambda: list(assignments(broker, group).values()) == [{0}],
+                       "the member to get the partition")
+            before = describe(broker, group)
+            broker = broker.restart()
+            # Replayed from __consumer_offsets: the same member, epochs and assignment.
+            wait_until(lambda: describe(broker, group)["error_code"] == 0, timeout=WAIT, what="the group loaded")
+            assert describe(broker, group) == before
+            # The client carries on with its epoch on the restarted broker.
+            poll_until([member], lambda: describe(broker, group)["members"][0]["member_id"]
+                       == before["members"][0]["member_id"] and listed(broker, group), "the member to heartbeat")
+        finally:
+            member.close()
+        wait_until(lambda: describe(broker, group)["group_state"] == "Empty", timeout=WAIT, what="the member to leave")
+    finally:
+        broker.stop()
