@@ -127,3 +127,69 @@ def test_a_share_group_survives_a_broker_restart(tmp_path):
         wait_until(lambda: describe(broker, group)["group_state"] == "Empty", timeout=WAIT, what="the member to leave")
     finally:
         broker.stop()
+
+
+@pytest.mark.minikafka_only(reason="minikafka's console, /metrics and control API")
+def test_share_groups_in_the_console_metrics_and_control_api(tmp_path):
+    import json
+    import re
+    import urllib.error
+    import urllib.request
+
+    from conftest import start_broker
+
+    broker = start_broker(tmp_path, http_port=0, http_control_enable="true", group_share_heartbeat_interval_ms=500)
+    http = "http://127.0.0.1:" + re.search(r"http on [^:\s]+:(\d+)", broker.read_log()).group(1)
+
+    def get(path):
+        try:
+            with urllib.request.urlopen(http + path, timeout=10) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    def post(path, body):
+        req = urllib.request.Request(http + path, data=json.dumps(body).encode(), method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    topic = f"share-{uuid.uuid4().hex[:8]}"
+    group = f"sg-{uuid.uuid4().hex[:8]}"
+    try:
+        create_topic(broker.bootstrap, topic, 2)
+        member = consumer(broker, group, topic)
+        try:
+            poll_until([member], lambda: list(assignments(broker, group).values()) == [{0, 1}], "the assignment")
+            status, desc = post("/control/share.groups.describe", {"group": group})
+            assert status == 200 and desc["state"] == "Stable" and desc["assignor"] == "simple"
+            (m,) = desc["members"]
+            assert m["assignment"] == [{"topic": topic, "partitions": [0, 1]}]
+            assert desc["initialized"] == [{"topic": topic, "partitions": [0, 1]}]
+            status, api = get(f"/api/share-groups/{group}")
+            assert status == 200 and json.loads(api)["members"][0]["member_id"] == m["member_id"]
+            status, page = get("/share-groups")
+            assert status == 200 and group in page
+            status, page = get(f"/share-groups/{group}")
+            assert status == 200 and m["member_id"] in page and "Stable" in page
+            assert get("/share-groups/nope")[0] == 404
+            status, groups_page = get("/groups")
+            assert f'href="/share-groups/{group}"' in groups_page
+            status, metrics = get("/metrics")
+            assert f'kafka_sharegroup_members{{sharegroup="{group}"}} 1.0' in metrics
+            assert f'kafka_sharegroup_state{{sharegroup="{group}",state="Stable"}} 1.0' in metrics
+
+            assert post("/control/share.groups.expire", {"group": group, "member_id": "nobody"})[0] == 404
+            status, expired = post("/control/share.groups.expire", {"group": group, "member_id": m["member_id"]})
+            assert status == 200 and expired == {"group": group, "expired": [m["member_id"]]}
+            # Fenced: the member is gone (the client notices on its next heartbeat and joins again).
+            after = post("/control/share.groups.describe", {"group": group})[1]
+            assert after["group_epoch"] > desc["group_epoch"]
+            assert all(x["member_epoch"] != m["member_epoch"] or x["member_id"] != m["member_id"]
+                       for x in after["members"])
+        finally:
+            member.close()
+    finally:
+        broker.stop()
