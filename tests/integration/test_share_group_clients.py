@@ -79,6 +79,13 @@ def test_share_consumers_join_share_partitions_leave_and_the_group_is_deleted(br
         assert member["member_epoch"] == described["assignment_epoch"] == described["group_epoch"]
         assert [(g["group_state"], g["protocol_type"], g["group_type"]) for g in listed(broker, group)] == [
             ("Stable", "share", "share")]
+        # minikafka's CLI describes and lists share groups of either broker.
+        from test_cli_tools import mkjson
+
+        cli = mkjson(broker, "group", "describe", group)
+        assert (cli["type"], cli["state"], [m["member_id"] for m in cli["members"]]) == (
+            "share", "Stable", [member["member_id"]])
+        assert {"group": group, "type": "share", "state": "Stable", "simple": False} in mkjson(broker, "group", "list")
 
         second = consumer(broker, group, topic)
         # Two members, two partitions: one each (a partition is shared only when members outnumber them).
@@ -177,6 +184,16 @@ def test_share_groups_in_the_console_metrics_and_control_api(tmp_path):
             assert get("/share-groups/nope")[0] == 404
             status, groups_page = get("/groups")
             assert f'href="/share-groups/{group}"' in groups_page
+            from test_cli_tools import mk, mkjson
+
+            assert {"group": group, "type": "share", "state": "Stable", "simple": False} in mkjson(
+                broker, "group", "list")
+            cli = mkjson(broker, "group", "describe", group, "--http", http)
+            assert (cli["type"], cli["state"], cli["assignor"]) == ("share", "Stable", "simple")
+            assert cli["members"][0]["assignment"] == [{"topic": topic, "partition": 0},
+                                                       {"topic": topic, "partition": 1}]
+            assert cli["partitions"] == desc["partitions"]  # the share partitions' view, as the console's
+            assert f"SHARE GROUP {group}  state=Stable" in mk(broker, "group", "describe", group).stdout
             status, metrics = get("/metrics")
             assert f'kafka_sharegroup_members{{sharegroup="{group}"}} 1.0' in metrics
             assert f'kafka_sharegroup_state{{sharegroup="{group}",state="Stable"}} 1.0' in metrics
