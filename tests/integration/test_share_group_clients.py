@@ -210,3 +210,35 @@ def test_share_groups_in_the_console_metrics_and_control_api(tmp_path):
             member.close()
     finally:
         broker.stop()
+
+
+@pytest.mark.minikafka_only(reason="changes a cluster-wide feature level")
+def test_share_version_0_turns_share_groups_off_and_1_on_again(tmp_path):
+    from conftest import start_broker
+
+    broker = start_broker(tmp_path)
+    try:
+        create_topic(broker.bootstrap, "t", 1)
+        join = {"group_id": "g", "member_id": "m-000000000000000000001", "member_epoch": 0, "rack_id": None,
+                "subscribed_topic_names": ["t"]}
+        with RawClient(broker.port) as raw:
+            raw.request(10, 3, {"key": "g", "key_type": 0})  # creates __consumer_offsets
+
+            def finalized():
+                body = raw.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})
+                return {f["name"]: f["max_version_level"] for f in body["finalized_features"]}
+
+            assert finalized()["share.version"] == 1
+            update = {"timeout_ms": 5000, "validate_only": False, "feature_updates": [
+                {"feature": "share.version", "max_version_level": 0, "upgrade_type": 2}]}
+            assert raw.request(57, 1, update)["error_code"] == 0
+            assert "share.version" not in finalized()
+            assert raw.request(76, 1, join)["error_code"] == 35  # UNSUPPORTED_VERSION
+            described = raw.request(77, 1, {"group_ids": ["g"], "include_authorized_operations": False})
+            assert described["groups"][0]["error_code"] == 35
+            update["feature_updates"][0].update(max_version_level=1, upgrade_type=1)
+            assert raw.request(57, 1, update)["error_code"] == 0
+            answer = raw.request(76, 1, join)
+            assert (answer["error_code"], answer["member_epoch"]) == (0, 1)
+    finally:
+        broker.stop()
