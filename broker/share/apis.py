@@ -145,10 +145,16 @@ async def share_group_describe(ctx, body: dict) -> dict:
         described = shard.share.describe(group_id, name_of)
         described["authorized_operations"] = NOT_REQUESTED_OPERATIONS
         if body.get("include_authorized_operations") and described["error_code"] == ErrorCode.NONE:
-            described["authorized_operations"] = (az.authorized_operations(ctx, az.GROUP, group_id)
-                                                  if az.enabled(broker) else SHARE_GROUP_OPERATIONS)
+            described["authorized_operations"] = _group_operations(ctx, group_id)
         out.append(described)
     return {"throttle_time_ms": 0, "groups": out}
+
+
+def _group_operations(ctx, group_id: str) -> int:
+    """Kafka's authorized operations of a group: each operation a group supports (the group configs'
+    included) that the principal may do."""
+    return sum(1 << op for op in (3, 6, 8, 10, 11) if SHARE_GROUP_OPERATIONS & (1 << op)
+               and az.authorize(ctx, op, az.GROUP, group_id))
 
 
 def _failed(group_id: str, code: ErrorCode) -> dict:

@@ -162,3 +162,34 @@ def share_version_feature(ctx):
         ctx.call(57, v, {"timeout_ms": 5000, "validate_only": True, "feature_updates": [
             {"feature": "share.version", "max_version_level": 1, "upgrade_type": 1, "allow_downgrade": False}]},
             label="the current level, every version")
+
+
+@scenario(profile="acl")
+def share_group_acl_denials(ctx):
+    """READ on the group and DESCRIBE on the subscribed topics for ShareGroupHeartbeat, DESCRIBE on the
+    group for ShareGroupDescribe (profile "acl": StandardAuthorizer, allow.everyone.if.no.acl.found)."""
+    TOPIC, GROUP, PREFIXED, ALL, DENY = 2, 3, 4, 2, 2
+    denied_topic = ctx.name("dt")
+    denied_group = ctx.name("dg")
+    open_topic = ctx.name("ot")
+    create_topic(ctx, denied_topic)
+    create_topic(ctx, open_topic)
+    group = ctx.name("sg")
+    find_coordinator(ctx, group)
+
+    def deny(rtype, name):
+        return {"resource_type": rtype, "resource_name": name, "resource_pattern_type": PREFIXED,
+                "principal": "User:ANONYMOUS", "host": "*", "operation": ALL, "permission_type": DENY}
+
+    ctx.setup(30, 3, {"creations": [deny(TOPIC, denied_topic), deny(GROUP, denied_group)]},
+              expect=lambda o: ok(o) and all(r["error_code"] == 0 for r in o["results"]))
+    ctx.setup(3, 12, {"topics": [{"name": denied_topic, "topic_id": None}], "allow_auto_topic_creation": False},
+              expect=lambda o: ok(o) and o["topics"][0]["error_code"] == 29, retries=80)
+    ctx.call(76, 1, heartbeat(denied_group, "m-00000000000000000001", 0, [open_topic]), label="group denied")
+    ctx.call(76, 1, heartbeat(group, "m-00000000000000000001", 0, [open_topic, denied_topic]), label="topic denied")
+    ctx.call(77, 1, {"group_ids": [denied_group, group], "include_authorized_operations": True},
+             label="describe: one denied, one unknown")
+    joined = ctx.call(76, 1, heartbeat(group, "m-00000000000000000001", 0, [open_topic]), label="allowed")
+    ctx.call(77, 1, {"group_ids": [group], "include_authorized_operations": True}, label="describe with operations")
+    ctx.call(76, 1, heartbeat(group, "m-00000000000000000001", -1), label="leave")
+    assert joined.kind == "response"
