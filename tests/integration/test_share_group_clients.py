@@ -13,7 +13,8 @@ import uuid
 
 import pytest
 
-from conftest import RawClient, broker_for
+from conftest import RawClient, broker_for, start_broker
+from test_cli_tools import mk, mkjson
 from test_group_clients import create_topic, wait_until
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -80,8 +81,6 @@ def test_share_consumers_join_share_partitions_leave_and_the_group_is_deleted(br
         assert [(g["group_state"], g["protocol_type"], g["group_type"]) for g in listed(broker, group)] == [
             ("Stable", "share", "share")]
         # minikafka's CLI describes and lists share groups of either broker.
-        from test_cli_tools import mkjson
-
         cli = mkjson(broker, "group", "describe", group)
         assert (cli["type"], cli["state"], [m["member_id"] for m in cli["members"]]) == (
             "share", "Stable", [member["member_id"]])
@@ -110,8 +109,6 @@ def test_share_consumers_join_share_partitions_leave_and_the_group_is_deleted(br
 
 @pytest.mark.minikafka_only(reason="restarts the broker")
 def test_a_share_group_survives_a_broker_restart(tmp_path):
-    from conftest import start_broker
-
     broker = start_broker(tmp_path)
     topic = f"share-{uuid.uuid4().hex[:8]}"
     group = f"sg-{uuid.uuid4().hex[:8]}"
@@ -142,8 +139,6 @@ def test_share_groups_in_the_console_metrics_and_control_api(tmp_path):
     import re
     import urllib.error
     import urllib.request
-
-    from conftest import start_broker
 
     broker = start_broker(tmp_path, http_port=0, http_control_enable="true", group_share_heartbeat_interval_ms=500)
     http = "http://127.0.0.1:" + re.search(r"http on [^:\s]+:(\d+)", broker.read_log()).group(1)
@@ -184,8 +179,6 @@ def test_share_groups_in_the_console_metrics_and_control_api(tmp_path):
             assert get("/share-groups/nope")[0] == 404
             status, groups_page = get("/groups")
             assert f'href="/share-groups/{group}"' in groups_page
-            from test_cli_tools import mk, mkjson
-
             assert {"group": group, "type": "share", "state": "Stable", "simple": False} in mkjson(
                 broker, "group", "list")
             cli = mkjson(broker, "group", "describe", group, "--http", http)
@@ -214,8 +207,6 @@ def test_share_groups_in_the_console_metrics_and_control_api(tmp_path):
 
 @pytest.mark.minikafka_only(reason="changes a cluster-wide feature level")
 def test_share_version_0_turns_share_groups_off_and_1_on_again(tmp_path):
-    from conftest import start_broker
-
     broker = start_broker(tmp_path)
     try:
         create_topic(broker.bootstrap, "t", 1)
