@@ -132,16 +132,37 @@ class ShareGroup:
     target: dict[str, Assignment] = field(default_factory=dict)
     # Set by replay when the group's ShareGroupMetadata record exists (False: only created in memory).
     persisted: bool = False
+    # Derived from members and target, recomputed after replay changes them (``changed``).
+    _subscribed: Optional[frozenset[str]] = field(default=None, repr=False, compare=False)
+    _targeted: Optional[dict[uuid.UUID, set[int]]] = field(default=None, repr=False, compare=False)
 
     @property
     def state(self) -> ShareGroupState:
         return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
 
+    def changed(self) -> None:
+        """Members or target changed (replay): drop what was derived from them."""
+        self._subscribed = self._targeted = None
+
     def subscribed_topic_names(self, members: Optional[dict[str, ShareMember]] = None) -> set[str]:
+        if members is None and self._subscribed is not None:
+            return set(self._subscribed)
         names: set[str] = set()
         for m in (self.members if members is None else members).values():
             names.update(m.subscribed_topic_names)
+        if members is None:
+            self._subscribed = frozenset(names)
         return names
+
+    def targeted_partitions(self) -> dict[uuid.UUID, set[int]]:
+        """Every partition of the target assignment, whoever has it (do not modify the answer)."""
+        if self._targeted is None:
+            out: dict[uuid.UUID, set[int]] = {}
+            for a in self.target.values():
+                for t, parts in a.items():
+                    out.setdefault(t, set()).update(parts)
+            self._targeted = out
+        return self._targeted
 
 
 # == assignments ===================================================================================

@@ -206,6 +206,7 @@ class ShareGroupManager:
             if data is None:
                 return  # a tombstone for a group that is gone already
             group = self._group_for_replay(gid)
+        group.changed()
         if kind == "ShareGroupMetadata":
             if data is None:
                 self._remove_group(gid)
@@ -403,7 +404,10 @@ class ShareGroupManager:
         bump = bump or self._initialized_assignment_pending(group)
         members = dict(group.members)
         members[member_id] = updated
-        subscribed = group.subscribed_topic_names(members)
+        if member_id in group.members and updated.subscribed_topic_names == member.subscribed_topic_names:
+            subscribed = group.subscribed_topic_names()  # unchanged: the group's (cached)
+        else:
+            subscribed = group.subscribed_topic_names(members)
         hash_ = self._hash(subscribed)
         if hash_ != group.metadata_hash or not group.persisted:
             bump = True
@@ -504,10 +508,7 @@ class ShareGroupManager:
         subscribed = group.subscribed_topic_names()
         if not subscribed:
             return False
-        assigned: dict[uuid.UUID, set[int]] = {}
-        for a in group.target.values():
-            for t, parts in a.items():
-                assigned.setdefault(t, set()).update(parts)
+        assigned = group.targeted_partitions()
         for topic_id, init in info.initialized.items():
             if init.name in subscribed and assigned.get(topic_id) != init.partitions:
                 return True
