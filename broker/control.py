@@ -17,6 +17,8 @@ Operations (params in brackets, ? optional):
   timeout_ms?]   ``wait.topic`` [topic, timeout_ms?]
 * ``topics.create`` [topic, partitions?, configs?]   ``seed`` [items: seed lines as objects]
 * ``coordinator.ready`` [timeout_ms?]: create ``__consumer_offsets`` and wait for its shards
+* ``share.groups.list``   ``share.groups.describe`` [group]   ``share.groups.expire`` [group, member_id]
+  (share groups, broker/share/operator.py)
 """
 
 from __future__ import annotations
@@ -277,6 +279,12 @@ async def seed(broker, params: dict) -> dict:
         raise ControlError(str(exc)) from None
 
 
+def _share_operations() -> dict:
+    from .share.operator import CONTROL_OPERATIONS
+
+    return CONTROL_OPERATIONS
+
+
 OPERATIONS: dict[str, Callable[[Any, dict], Awaitable[dict]]] = {
     "faults.add": faults_add, "faults.list": faults_list, "faults.remove": faults_remove,
     "faults.release": faults_release, "reset": reset,
@@ -286,6 +294,7 @@ OPERATIONS: dict[str, Callable[[Any, dict], Awaitable[dict]]] = {
     "wait.group": wait_group, "wait.hwm": wait_hwm, "wait.topic": wait_topic,
     "topics.create": topics_create, "seed": seed, "coordinator.ready": coordinator_ready,
 }
+OPERATIONS.update(_share_operations())
 
 
 async def call(broker, op: str, params: dict | None = None) -> dict:

@@ -1,4 +1,8 @@
-"""``minikafka group list|describe|reset-offsets|delete`` (kafka-consumer-groups.sh, rpk group)."""
+"""``minikafka group list|describe|reset-offsets|delete`` (kafka-consumer-groups.sh, rpk group).
+
+Share groups (KIP-932) are listed and described too (``share.py``: over PLAINTEXT; with ``--http URL``
+of a minikafka broker, describe adds each share partition's start offset, records in flight, acquired,
+archived and lag)."""
 
 from __future__ import annotations
 
@@ -6,18 +10,21 @@ import argparse
 
 from .common import USAGE, CliError, add_client_args, admin, emit, runner, table, wait
 from .consume import parse_time
+from . import share
 
 
 def add_parser(sub) -> None:
     group = sub.add_parser("group", help="list, describe, reset offsets of and delete consumer groups")
     verbs = group.add_subparsers(dest="verb", required=True, metavar="VERB")
 
-    p = verbs.add_parser("list", help="list groups with their state")
+    p = verbs.add_parser("list", help="list groups with their type and state")
     add_client_args(p)
     p.set_defaults(run=runner(list_groups))
 
     p = verbs.add_parser("describe", help="state, members, assignments, committed offsets and lag")
     p.add_argument("names", nargs="+", metavar="GROUP")
+    p.add_argument("--http", default=None, metavar="URL",
+                   help="a minikafka broker's HTTP server: share groups' in-flight and archived records")
     add_client_args(p)
     p.set_defaults(run=runner(describe))
 
@@ -47,12 +54,20 @@ def _state(state) -> str:
             "STABLE": "Stable", "EMPTY": "Empty", "DEAD": "Dead", "UNKNOWN": "Unknown"}.get(name, name)
 
 
+def _type(group_type) -> str:
+    name = getattr(group_type, "name", str(group_type))
+    return {"CONSUMER": "consumer", "CLASSIC": "classic"}.get(name, "unknown")
+
+
 def list_groups(args: argparse.Namespace) -> int:
     client = admin(args)
     result = wait(client.list_consumer_groups(request_timeout=args.timeout), args, "cannot list groups")
-    rows = sorted(({"group": g.group_id, "state": _state(g.state),
-                    "simple": bool(g.is_simple_consumer_group)} for g in result.valid), key=lambda r: r["group"])
-    emit(args, rows, lambda: table([[r["group"], r["state"]] for r in rows], ["GROUP", "STATE"]))
+    rows = [{"group": g.group_id, "type": _type(getattr(g, "type", None)), "state": _state(g.state),
+             "simple": bool(g.is_simple_consumer_group)} for g in result.valid]
+    if share.plaintext(args):
+        rows.extend({**r, "simple": False} for r in share.list_share_groups(args))
+    rows.sort(key=lambda r: r["group"])
+    emit(args, rows, lambda: table([[r["group"], r["type"], r["state"]] for r in rows], ["GROUP", "TYPE", "STATE"]))
     return 0
 
 
@@ -78,9 +93,19 @@ def _ends(client, keys, args, spec=None) -> dict:
 
 def describe(args: argparse.Namespace) -> int:
     client = admin(args)
-    futures = client.describe_consumer_groups(args.names, request_timeout=args.timeout)
+    shared = {}
+    if share.plaintext(args):
+        for name in args.names:
+            described = share.describe_share_group(args, name)
+            if described is not None:
+                shared[name] = described
+    others = [n for n in args.names if n not in shared]
+    futures = client.describe_consumer_groups(others, request_timeout=args.timeout) if others else {}
     result = []
     for name in args.names:
+        if name in shared:
+            result.append(shared[name])
+            continue
         desc = wait(futures[name], args, f"cannot describe group {name}")
         owner = {}
         members = []
@@ -111,6 +136,9 @@ def describe(args: argparse.Namespace) -> int:
         for i, g in enumerate(result):
             if i:
                 print()
+            if g.get("type") == "share":
+                _share_human(g)
+                continue
             print(f"GROUP {g['group']}  state={g['state']}  protocol={g['protocol'] or '-'}  "
                   f"members={len(g['members'])}  total-lag={sum(o['lag'] or 0 for o in g['offsets'])}\n")
             table([[o["topic"], o["partition"], _dash(o["committed_offset"]), _dash(o["log_end_offset"]),
@@ -120,6 +148,19 @@ def describe(args: argparse.Namespace) -> int:
 
     emit(args, result if len(result) > 1 else result[0], human)
     return 0
+
+
+def _share_human(g: dict) -> None:
+    print(f"SHARE GROUP {g['group']}  state={g['state']}  epoch={g['group_epoch']}  assignor={g['assignor']}  "
+          f"members={len(g['members'])}\n")
+    table([[m["member_id"], m["member_epoch"], m["client_id"], m["host"],
+            ",".join(f"{a['topic']}-{a['partition']}" for a in m["assignment"]) or "-"] for m in g["members"]],
+          ["MEMBER-ID", "EPOCH", "CLIENT-ID", "HOST", "ASSIGNMENT"])
+    if g["partitions"]:
+        print()
+        table([[p["topic"], p["partition"], _dash(p.get("start_offset")), _dash(p.get("in_flight")),
+                _dash(p.get("acquired")), _dash(p.get("archived")), _dash(p.get("lag"))] for p in g["partitions"]],
+              ["TOPIC", "PARTITION", "START-OFFSET", "IN-FLIGHT", "ACQUIRED", "ARCHIVED", "LAG"])
 
 
 def _dash(v) -> str:

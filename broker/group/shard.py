@@ -92,6 +92,8 @@ from .records import OffsetCommitKey, decode_key, decode_offset_commit_value, en
 from .result import CoordinatorResult, Record, join_error, sync_error
 from .result import empty as _empty
 from ..clock import Clock, Timer
+from ..share.group_manager import ShareConfig, ShareGroupManager
+from ..share.records import ShareGroupKey, decode_value as decode_share_value
 
 log = logging.getLogger("minikafka.group")
 
@@ -209,7 +211,8 @@ class CoordinatorShard:
     """The runtime of one ``__consumer_offsets`` partition and the routing to its managers."""
 
     def __init__(self, partition: int, log_: OffsetsLog, timer: Timer, clock: Clock,
-                 config: GroupConfig | None = None, consumer_config: ConsumerConfig | None = None) -> None:
+                 config: GroupConfig | None = None, consumer_config: ConsumerConfig | None = None,
+                 share_config: ShareConfig | None = None, share_hooks=None) -> None:
         self.partition = partition
         self.log = log_
         self.timer = timer
@@ -228,6 +231,11 @@ class CoordinatorShard:
         for manager in self.group_managers:
             for key_class in manager.record_keys:
                 self._record_owners[key_class] = manager
+        # Share groups (KIP-932, broker/share): their own manager, which runs its own appends through
+        # ``execute`` (a delete first removes the share state through the persister) and is asked here
+        # about its ids; the other types' ids are closed to it through ``_manager``.
+        self.share = ShareGroupManager(self.execute, timer, clock, lambda: self.topic_metadata(), share_config,
+                                       share_hooks, lambda g: self._manager(g) is not None)
 
     # == runtime =================================================================================
 
@@ -265,6 +273,8 @@ class CoordinatorShard:
         manager decides with this before it creates a group."""
         # Newest type first: only a failed append can leave a second holder for a moment (a new, empty
         # consumer group is installed before its records), and the newer type answers for the id then.
+        if self.share.has_group(group_id):
+            return "share"
         for manager in reversed(self.group_managers):
             if manager.group(group_id) is not None:
                 return manager.group_type
@@ -283,6 +293,9 @@ class CoordinatorShard:
         if isinstance(key, OffsetCommitKey):
             self.offsets.replay(offset, producer_id, key, value)
             return
+        if isinstance(key, ShareGroupKey):
+            self.share.replay(key, value)
+            return
         owner = self._record_owners.get(type(key))
         if owner is not None:
             owner.replay(key, value)
@@ -300,6 +313,7 @@ class CoordinatorShard:
                           self.partition, exc)
         for manager in self.group_managers:
             manager.on_loaded()
+        self.share.on_loaded()
         self.loaded = True
         self._schedule_cleanup()
 
@@ -318,6 +332,8 @@ class CoordinatorShard:
                 continue
             if isinstance(key, OffsetCommitKey):
                 value = decode_offset_commit_value(record.value)
+            elif isinstance(key, ShareGroupKey):
+                value = decode_share_value(key.kind, record.value)
             else:
                 owner = self._record_owners.get(type(key))
                 if owner is None:
@@ -333,6 +349,7 @@ class CoordinatorShard:
         self.timer.cancel(("cleanup", self.partition))
         for manager in self.group_managers:
             manager.unload()
+        self.share.unload()
 
     # == offsets (OffsetManager), and the type that answers for a group's offsets ================
 
@@ -415,10 +432,12 @@ class CoordinatorShard:
     def list_groups(self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()) -> list[dict]:
         states = {s.lower() for s in states_filter}
         types = {t.lower() for t in types_filter}
-        return [g for manager in self.group_managers for g in manager.list_groups(states, types)]
+        return [g for manager in self.group_managers for g in manager.list_groups(states, types)] \
+            + self.share.list_groups(states, types)
 
     def delete_group(self, group_id: str) -> ErrorCode:
-        return self.execute(self._delete_group(group_id))
+        shared = self.share.delete_group(group_id)  # None: not a share group
+        return shared if shared is not None else self.execute(self._delete_group(group_id))
 
     def _delete_group(self, group_id: str) -> CoordinatorResult:
         manager = self._manager(group_id) or self.classic

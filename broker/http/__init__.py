@@ -11,4 +11,5 @@ ROUTE_MODULES: list[str] = [
     "minikafka.broker.http.metrics",
     "minikafka.broker.http.health",
     "minikafka.broker.http.console",
+    "minikafka.broker.http.share_groups",
 ]

@@ -33,6 +33,7 @@ margin-right:16px;text-decoration:none}main{padding:16px}table{border-collapse:c
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}pre{margin:0;white-space:pre-wrap;
 word-break:break-all;max-width:60em}.err{color:#b00}.ok{color:#070}form{margin:8px 0}</style></head><body>
 <nav><a href="/">Overview</a><a href="/topics">Topics</a><a href="/groups">Groups</a>{#
+#}<a href="/share-groups">Share groups</a>{#
 #}<a href="/transactions">Transactions</a><a href="/producers">Producers</a><a href="/metrics">Metrics</a></nav>
 <main><h1 id="title">{{ title }}</h1>{% if notice %}<p class="ok" id="notice">{{ notice }}</p>{% endif %}
 {% if error %}<p class="err" id="error">{{ error }}</p>{% endif %}{% block body %}{% endblock %}</main></body></html>"""
@@ -118,7 +119,7 @@ placeholder="topic filter"> <button>Filter</button></form>
 {% if page < pages %}<a id="next" href="?q={{ q|urlencode }}&page={{ page + 1 }}">next</a>{% endif %}{% endblock %}"""
 
 _GROUPS = """{% extends "base" %}{% block body %}<table id="groups"><tr><th>Group</th><th>State</th><th>Protocol type</th>
-<th>Lag</th></tr>{% for g in rows %}<tr><td><a href="/groups/{{ g.group_id|urlencode }}">{{ g.group_id }}</a></td>
+<th>Lag</th></tr>{% for g in rows %}<tr><td><a href="/{{ "share-groups" if g.group_type == "share" else "groups" }}/{{ g.group_id|urlencode }}">{{ g.group_id }}</a></td>
 <td>{{ g.group_state }}</td><td>{{ g.protocol_type }}</td><td>{{ g.lag }}</td></tr>{% endfor %}</table>{% endblock %}"""
 
 _GROUP = """{% extends "base" %}{% block body %}<p>State <b id="state">{{ desc.group_state }}</b>, protocol type

@@ -361,6 +361,8 @@ class _ScrapeCollector:
         for g in groups:
             gid = g["group_id"]
             states[g["group_state"]] = states.get(g["group_state"], 0) + 1
+            if g.get("group_type") == "share":
+                continue  # share groups have their own gauges (kafka_sharegroup_*, below)
             desc = views.describe_group(broker, gid)
             members.add_metric([gid], len(desc["members"]) if desc else 0)
             total = 0
@@ -373,6 +375,9 @@ class _ScrapeCollector:
         for state, n in states.items():
             by_state.add_metric([state], n)
         yield from (by_state, members, current, lag, lag_sum)
+        from minikafka.broker.share.operator import metric_families as share_group_families
+
+        yield from share_group_families(broker)
 
 
 class _ProcessCollector:

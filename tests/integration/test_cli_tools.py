@@ -121,7 +121,7 @@ def test_group_verbs(broker):
     got = mk(broker, "consume", "cli-g", "-g", "cli-group").stdout.splitlines()
     assert sorted(got) == sorted([f"a{i}" for i in range(5)] + [f"b{i}" for i in range(3)])
 
-    assert {"group": "cli-group", "state": "Empty", "simple": False} in mkjson(broker, "group", "list")
+    assert {"group": "cli-group", "type": "classic", "state": "Empty", "simple": False} in mkjson(broker, "group", "list")
     mk(broker, "produce", "cli-g", "-p", "0", stdin="a5\na6\n")
     desc = mkjson(broker, "group", "describe", "cli-group")
     assert desc["state"] == "Empty" and desc["members"] == []
