@@ -174,7 +174,7 @@ def test_group_max_size_and_other_group_types():
     r = s.hb("b", 0)
     assert r["error_code"] == E.GROUP_MAX_SIZE_REACHED
     assert r["error_message"] == "The share group has reached its maximum capacity of 1 members."
-    s.shard.consumer_groups["cg"] = object()  # a consumer group's id
+    s.shard.consumer.groups["cg"] = object()  # a consumer group's id
     r = s.hb("a", 0, group="cg")
     assert (r["error_code"], r["error_message"]) == (E.GROUP_ID_NOT_FOUND, "Group cg is not a share group.")
     d = s.share.describe("cg", lambda t: None)
