@@ -371,6 +371,29 @@ async def describe_share_group_offsets(ctx, body: dict) -> dict:
     return {"throttle_time_ms": 0, "groups": groups}
 
 
+def _initialized(broker, group_id: str) -> dict[uuid.UUID, set[int]]:
+    """The group's initialized share partitions (the group side's record of them) that still have
+    share state: DeleteShareGroupOffsets deletes the state, and until the group side offers a seam to
+    take topics out of its record (``view.forget_initialized``), a partition without state is not
+    counted as initialized, as Kafka no longer counts it after the delete."""
+    recorded = view.initialized_partitions(broker, group_id)
+    if not recorded or getattr(view, "forget_initialized", None) is not None:
+        return recorded
+    service = broker.share_state
+    coordinator = service.coordinator
+    if coordinator is None:
+        return {}
+    from .records import StateKey
+
+    out = {}
+    for topic_id, parts in recorded.items():
+        live = {p for p in parts if StateKey(group_id, topic_id, p) in coordinator.shard_for(
+            StateKey(group_id, topic_id, p)).states}
+        if live:
+            out[topic_id] = live
+    return out
+
+
 def _group_coordinator_error(broker, group_id: str) -> ErrorCode | None:
     """The error the group coordinator answers for a group it cannot serve now: NOT_COORDINATOR while
     ``__consumer_offsets`` does not exist (Kafka's runtime has no shard for it), or the coordinator's
@@ -395,7 +418,7 @@ def _describe_group(ctx, group_id: str, topics) -> dict:
     missing, unauthorized = [], []
     if topics is None:
         # Every initialized partition of the group, topics the principal may not describe left out.
-        for topic_id, parts in view.initialized_partitions(ctx.broker, group_id).items():
+        for topic_id, parts in _initialized(ctx.broker, group_id).items():
             info = controller.topic_by_id(topic_id)
             if info is not None and az.authorize(ctx, az.DESCRIBE, az.TOPIC, info.name):
                 wanted.append((info.name, topic_id, sorted(parts)))
@@ -573,7 +596,7 @@ async def delete_share_group_offsets(ctx, body: dict) -> dict:
     if state not in ("Empty", "Dead"):
         return _delete_error(ErrorCode.NON_EMPTY_GROUP)
     controller = ctx.broker.controller
-    initialized = view.initialized_partitions(ctx.broker, group_id)
+    initialized = _initialized(ctx.broker, group_id)
     deleted = []
     for name in authorized:
         info = controller.topic(name)
