@@ -204,6 +204,7 @@ class ShareStateService:
         coordinator = self.coordinator
         try:
             if coordinator is not None and coordinator.active:
+                coordinator.forget_deleted_topics()
                 for partition, offset in coordinator.prune_points():
                     plog = self.broker.controller.log(SHARE_STATE_TOPIC, partition)
                     if offset > plog.log_start_offset:

@@ -14,7 +14,9 @@ Write 85, Delete 86, ReadSummary 87), one partition at a time as Kafka's service
 * a shard still loading answers COORDINATOR_LOAD_IN_PROGRESS for its partitions.
 
 Housekeeping, on the broker's timers (``apis``): every ``share.coordinator.state.topic.prune.interval.ms``
-the log of each shard is deleted up to the shard's last redundant offset (records every share partition
+the state of share partitions whose topic was deleted is tombstoned (Kafka does it when the deletion
+reaches its metadata image; here at the next prune) and the log of each shard is deleted up to the
+shard's last redundant offset (records every share partition
 has a newer snapshot for; Kafka's topic has cleanup.policy=delete and is pruned this way, not compacted);
 every ``share.coordinator.cold.partition.snapshot.interval.ms`` share partitions not snapshotted for that
 long get a fresh snapshot, so pruning can move past their old records.
@@ -263,6 +265,12 @@ class ShareCoordinator:
                     shard.apply(Result(records=records), now)
                     written += len(records)
         return written
+
+    def forget_deleted_topics(self) -> int:
+        """Tombstones for the share partitions of topics the broker no longer has."""
+        gone = {key.topic_id for shard in self.shards if shard.loaded for key in shard.states
+                if shard.partitions_of(key.topic_id) is None}
+        return self.forget_topics(gone) if gone else 0
 
     def forget_topics(self, topic_ids: set) -> int:
         """Tombstones for the share partitions of deleted topics (Kafka's onTopicsDeleted)."""

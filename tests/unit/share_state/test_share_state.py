@@ -286,11 +286,17 @@ def test_cold_partitions_get_a_fresh_snapshot():
 
 
 def test_deleted_topics_get_tombstones():
-    c, _ = make()
+    topics = {TOPIC: 4, OTHER: 1}
+    c, logs = make(topics=topics)
     c.initialize(key(0), 0, 0)
     c.initialize(key(1, group="h"), 0, 0)
-    assert c.forget_topics({TOPIC}) == 2
-    assert states(c) == {}
+    c.initialize(StateKey("g", OTHER, 0), 0, 0)
+    assert c.forget_deleted_topics() == 0
+    del topics[TOPIC]
+    assert c.forget_deleted_topics() == 2
+    assert list(states(c)) == [StateKey("g", OTHER, 0)]
+    again, _ = make(logs, topics=topics)
+    assert states(again) == states(c)
 
 
 def test_rpc_bodies_answer_per_partition():
