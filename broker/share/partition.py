@@ -15,9 +15,9 @@ Offsets and record states (Kafka's names and ids, ``persister.RecordState``):
   lock timeout), ARCHIVED (reject, gap, or a release/timeout of a record whose delivery count reached
   ``share.delivery.count.limit``).  ACKNOWLEDGED and ARCHIVED are terminal.  When the head of the
   in-flight records is terminal the start offset moves past it and those records are forgotten.
-- A release because the member left or its share session ended is not a delivery: the delivery
-  count goes back down by one (Kafka's ``DeliveryCountOps.DECREASE``) and the record never archives
-  for it.
+- A release because the member left or its share session ended counts as the delivery it was
+  (Kafka 4.2 answers so: the records come back with the next delivery count, and archive at the
+  limit), like a lock timeout.
 - In-flight records are kept as batches (the acquired ranges) with one state for the whole range;
   an acknowledgement or acquisition of part of a batch splits it into per-offset states, as Kafka's
   ``InFlightBatch.offsetState`` does.
@@ -246,6 +246,7 @@ class SharePartition:
         self.loaded = False
         self._find_next = False
         self._lock_seq = itertools.count(1)
+        self.last_error_message: str | None = None  # of the last refused acknowledgement
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -406,7 +407,7 @@ class SharePartition:
                     got = self._acquire_subset(member_id, b, batches[0].base_offset, last_to_acquire,
                                                remaining, record_limit, throttle_limit, settings)
                     result.extend(got)
-                    count += len(got)
+                    count += sum(a.last_offset - a.first_offset + 1 for a in got)
                     if throttle and got:
                         max_to_acquire = 0
                         break
@@ -533,7 +534,14 @@ class SharePartition:
                 break
             if throttled_max > 0 and len(out) == throttled_max:
                 break
-        return out
+        # Consecutive offsets with the same delivery count go out as one range (as Kafka 4.2 answers).
+        merged: list[Acquired] = []
+        for a in out:
+            if merged and merged[-1].last_offset + 1 == a.first_offset and merged[-1].delivery_count == a.delivery_count:
+                merged[-1] = Acquired(merged[-1].first_offset, a.last_offset, a.delivery_count)
+            else:
+                merged.append(a)
+        return merged
 
     def _drop_aborted(self, acquired: list[Acquired], doomed: list[LogBatch]) -> list[Acquired]:
         """Archive the acquired records of aborted transactions and cut them out of the ranges."""
@@ -638,6 +646,7 @@ class SharePartition:
         """Apply (first, last, types) acknowledgements of ``member_id``; all or nothing.  Returns
         NONE or the error (INVALID_RECORD_STATE, INVALID_REQUEST, or a persister error)."""
         undo: list[tuple[InFlightState, InFlightState, bool]] = []
+        self.last_error_message = None
         splits: list[InFlightBatch] = []
         settings = self.settings()
         try:
@@ -679,6 +688,7 @@ class SharePartition:
                         self._ack_one(st, t, member_id, o, o, settings, undo, False)
         except ShareError as exc:
             self._undo(undo)
+            self.last_error_message = exc.message
             return exc.code
         if not undo:
             return ErrorCode.NONE
@@ -745,7 +755,7 @@ class SharePartition:
 
     def release_member(self, member_id: str) -> ErrorCode:
         """Release every record ``member_id`` holds (member left, share session closed): back to
-        AVAILABLE with the delivery count lowered by one (ARCHIVED below the start offset)."""
+        AVAILABLE, as on a lock timeout (ARCHIVED at the delivery limit or below the start offset)."""
         limit = self.settings().delivery_count_limit
         changed = False
         for b in self.batches:
@@ -756,7 +766,7 @@ class SharePartition:
                 if st.state == ACQUIRED and st.member_id == member_id:
                     if st.lock is not None and b.offsets is None:
                         self.timer.cancel(st.lock)
-                    self._release_one(st, ARCHIVED if hi < self.start_offset else AVAILABLE, limit, decrease=True)
+                    self._release_one(st, ARCHIVED if hi < self.start_offset else AVAILABLE, limit, decrease=False)
                     changed = True
         if not changed:
             return ErrorCode.NONE
