@@ -90,6 +90,8 @@ SERVE: dict[int, tuple[int, int]] = {
     72: (0, 0),  # PushTelemetry (advertised only with client telemetry on)
     74: (0, 1),  # ListConfigResources (issue 20)
     75: (0, 0),  # DescribeTopicPartitions
+    76: (1, 1),  # ShareGroupHeartbeat (KIP-932, issue 21; v0 was Kafka 4.0's early access)
+    77: (1, 1),  # ShareGroupDescribe (KIP-932, issue 21)
     78: (1, 2),  # ShareFetch (issue 21, KIP-932; v0 was Kafka 4.0's early access)
     79: (1, 2),  # ShareAcknowledge (issue 21, KIP-932)
     80: (0, 1),  # AddRaftVoter (issue 20, KIP-853)

@@ -87,6 +87,13 @@ def _check(ctx, group_id: str, operation: int = az.READ):
     return coord.check(group_id)
 
 
+def _is_share_group(shard, group_id: str) -> bool:
+    """Share groups (broker/share) live beside the others in the shard; their ids answer the classic
+    and consumer APIs as Kafka 4.2 does (GROUP_ID_NOT_FOUND / INCONSISTENT_GROUP_PROTOCOL)."""
+    share = getattr(shard, "share", None)
+    return share is not None and share.has_group(group_id)
+
+
 def _client_host(ctx) -> str:
     # Kafka reports InetAddress.toString(): "/" + the address.
     return "/" + (ctx.client_host or "")
@@ -210,6 +217,8 @@ async def join_group(ctx, body: dict) -> dict:
         if not future.done():
             future.set_result(response)
 
+    if _is_share_group(shard, group_id):
+        return _fit_join(join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, body["member_id"]), ctx.api_version)
     request = dict(body)
     if ctx.api_version == 0:
         request["rebalance_timeout_ms"] = body["session_timeout_ms"]
@@ -307,6 +316,8 @@ def _commit(ctx, body: dict, commit) -> dict:
             known_topics.append({**t, "partitions": known})
     if known_topics:
         shard, error = _check(ctx, group_id)
+        if shard is not None and _is_share_group(shard, group_id):
+            shard, error = None, ErrorCode.GROUP_ID_NOT_FOUND  # "Group ... is not a consumer group."
         response = commit(shard, {**body, "topics": known_topics}) if shard is not None \
             else every_partition(known_topics, error)
         for t in response["topics"]:
@@ -538,7 +549,8 @@ async def describe_groups(ctx, body: dict) -> dict:
             if ctx.api_version >= 6 and described["error_code"] == 0 and described["group_state"] == "Dead":
                 # KIP-1043: v6 names a missing group instead of describing it as Dead.
                 # Kafka 4.2 says why when the id is a KIP-848 consumer group.
-                modern = group_id in (getattr(shard, "consumer_groups", None) or {})
+                modern = group_id in (getattr(shard, "consumer_groups", None) or {}) \
+                    or _is_share_group(shard, group_id)
                 described.update(error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
                                  error_message=f"Group {group_id} is not a classic group." if modern
                                  else f"Group {group_id} not found.")
@@ -601,6 +613,9 @@ async def consumer_group_heartbeat(ctx, body: dict) -> dict:
     shard, error = _check(ctx, group_id)
     if shard is None:
         return _heartbeat_error(error)
+    if _is_share_group(shard, group_id):
+        return {**_heartbeat_error(ErrorCode.GROUP_ID_NOT_FOUND),
+                "error_message": f"Group {group_id} is not a consumer group."}
     response = shard.consumer_group_heartbeat(body, api_version=ctx.api_version, client_id=ctx.client_id or "",
                                               client_host=_client_host(ctx))
     return {"throttle_time_ms": 0, **response}
@@ -621,6 +636,11 @@ async def consumer_group_describe(ctx, body: dict) -> dict:
         if shard is None:
             described = {"error_code": error, "error_message": None, "group_id": group_id, "group_state": "",
                          "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "", "members": []}
+        elif _is_share_group(shard, group_id):
+            described = {"error_code": ErrorCode.GROUP_ID_NOT_FOUND,
+                         "error_message": f"Group {group_id} is not a consumer group.", "group_id": group_id,
+                         "group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "",
+                         "members": []}
         else:
             described = shard.consumer_group_describe(group_id, name_of)
         described["authorized_operations"] = operations
@@ -719,10 +739,14 @@ def _activate(broker, info) -> "GroupCoordinator":
 
     # The broker's steerable clock: advancing it fires session and rebalance timeouts now.
     timer = timer_scope(broker, "group")
+    from ..share.apis import BrokerHooks
+    from ..share.group_manager import ShareConfig
+
     coordinator = GroupCoordinator(info.num_partitions, lambda p: PartitionLogAdapter(broker, p), timer,
                                    broker, GroupConfig.from_broker_config(broker.config),
                                    ConsumerConfig.from_broker_config(broker.config),
-                                   topic_image(broker.controller))
+                                   topic_image(broker.controller),
+                                   ShareConfig.from_broker_config(broker.config), BrokerHooks(broker))
     coordinator.active = True
     broker.group_coordinator = coordinator
     return coordinator

@@ -21,13 +21,15 @@ class GroupCoordinator:
     def __init__(self, num_partitions: int, log_factory: Callable[[int], OffsetsLog], timer: Timer,
                  clock: Clock, config: GroupConfig | None = None,
                  consumer_config: ConsumerConfig | None = None,
-                 topic_metadata: Callable[[], dict] | None = None) -> None:
+                 topic_metadata: Callable[[], dict] | None = None,
+                 share_config=None, share_hooks=None) -> None:
         self.num_partitions = num_partitions
         self.config = config or GroupConfig()
         self.consumer_config = consumer_config or ConsumerConfig()
         self.timer = timer
         self.clock = clock
-        self.shards = [CoordinatorShard(p, log_factory(p), timer, clock, self.config, self.consumer_config)
+        self.shards = [CoordinatorShard(p, log_factory(p), timer, clock, self.config, self.consumer_config,
+                                        share_config, share_hooks)
                        for p in range(num_partitions)]
         if topic_metadata is not None:
             for shard in self.shards:
@@ -81,6 +83,11 @@ class GroupCoordinator:
         """
         shard, error = self.check(group_id)
         return shard is not None and shard.expire_consumer_member(group_id, member_id)
+
+    def expire_share_member(self, group_id: str, member_id: str) -> bool:
+        """Remove a share-group member now, as its session timeout would (control API, test kits)."""
+        shard, error = self.check(group_id)
+        return shard is not None and shard.share.expire_member(group_id, member_id)
 
     def loaded_shards(self) -> Iterator[CoordinatorShard]:
         return (s for s in self.shards if s.loaded)

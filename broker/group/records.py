@@ -16,7 +16,8 @@ KIP-848 consumer groups add six record types (key versions 3-8: group epoch, sub
 member metadata, target-assignment epoch, a member's target assignment, a member's current assignment).
 Their keys and values are flexible-version messages, declared as specs in ``protocol/schemas/`` and
 encoded by the generic codec (``ConsumerGroupKey``/``ConsumerGroupValue`` below).  Keys of any other
-version (share groups, streams groups, regular-expression records, ...) are skipped by ``decode_key``.
+version 10-15 are share groups' (``broker/share/records.py``); any other (streams groups,
+regular-expression records, ...) is skipped by ``decode_key``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from typing import Any
 
 from minikafka.protocol import codec
 from minikafka.protocol.errors import CorruptRecordError, ProtocolError
+
+from ..share import records as share_records  # share groups' record types (key versions 10-15)
+from ..share.records import ShareGroupKey, ShareGroupValue
 
 # A field: (name, type, first version, last version).  Types: int16, int32, int64, string,
 # nullable_string, bytes, or a nested field list for an array of structs.
@@ -254,6 +258,8 @@ def encode_key(key: OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey) -> by
     out = bytearray()
     if isinstance(key, ConsumerGroupKey):
         return _encode_consumer_key(key)
+    if isinstance(key, ShareGroupKey):
+        return share_records.encode_key(key)
     if isinstance(key, OffsetCommitKey):
         out += _I16.pack(OFFSET_COMMIT_KEY_VERSION)
         _encode(OFFSET_COMMIT_KEY, OFFSET_COMMIT_KEY_VERSION, key.__dict__, out)
@@ -266,6 +272,8 @@ def encode_key(key: OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey) -> by
 def encode_value(value: OffsetCommitValue | GroupMetadataValue | None) -> bytes | None:
     if value is None:
         return None
+    if isinstance(value, ShareGroupValue):
+        return share_records.encode_value(value)
     if isinstance(value, ConsumerGroupValue):
         return _I16.pack(CONSUMER_VALUE_VERSION) + codec.encode_data(
             value.kind + "Value", CONSUMER_VALUE_VERSION, value.data)
@@ -301,6 +309,8 @@ def decode_key(buf) -> OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey | N
         except ProtocolError as exc:
             raise CorruptRecordError(f"bad {kind}Key: {exc}") from None
         return ConsumerGroupKey(kind, fields["group_id"], fields.get("member_id"))
+    if version in share_records.KINDS:
+        return share_records.decode_key(version, buf)
     return None
 
 

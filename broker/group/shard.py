@@ -65,6 +65,8 @@ from .result import CoordinatorResult, Record, every_partition, join_error, sync
 from .result import empty as _empty
 from .state import GroupState
 from ..clock import Clock, Timer
+from ..share.group_manager import ShareConfig, ShareGroupManager
+from ..share.records import ShareGroupKey, decode_value as decode_share_value
 
 log = logging.getLogger("minikafka.group")
 
@@ -168,7 +170,8 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
     two in ``migration.MigrationMixin``."""
 
     def __init__(self, partition: int, log_: OffsetsLog, timer: Timer, clock: Clock,
-                 config: GroupConfig | None = None, consumer_config: ConsumerConfig | None = None) -> None:
+                 config: GroupConfig | None = None, consumer_config: ConsumerConfig | None = None,
+                 share_config: ShareConfig | None = None, share_hooks=None) -> None:
         self.partition = partition
         self.log = log_
         self.timer = timer
@@ -182,6 +185,9 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
         self.consumer_groups = {}
         self.consumer_config = consumer_config or ConsumerConfig()
         self.topic_metadata = dict  # replaced by the coordinator with the broker's topic image
+        # Share groups (KIP-932): their own manager, records routed to it by key type.
+        self.share = ShareGroupManager(self._execute, timer, clock, lambda: self.topic_metadata(), share_config,
+                                       share_hooks, lambda g: g in self.groups or g in self.consumer_groups)
         self.loaded = False
 
     # == runtime: append, replay, load ===========================================================
@@ -220,6 +226,8 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
             self._replay_group(key, value)
         elif isinstance(key, ConsumerGroupKey):
             self.replay_consumer(key, value)
+        elif isinstance(key, ShareGroupKey):
+            self.share.replay(key, value)
 
     def load(self) -> None:
         """Rebuild the shard from its partition, then start serving (COORDINATOR_LOAD_IN_PROGRESS before).
@@ -250,6 +258,8 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
                 value = decode_offset_commit_value(record.value)
             elif isinstance(key, ConsumerGroupKey):
                 value = decode_consumer_value(key.kind, record.value)
+            elif isinstance(key, ShareGroupKey):
+                value = decode_share_value(key.kind, record.value)
             else:
                 value = decode_group_metadata_value(record.value)
             decoded.append((record.offset, key, value))
@@ -261,6 +271,7 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
             for member in group.all_members():
                 self._reschedule_heartbeat(group, member)
         self._rearm_consumer_timers()
+        self.share.on_loaded()
         self.loaded = True
         self._schedule_cleanup()
 
@@ -278,6 +289,7 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
             self.timer.cancel(_join_key(group.group_id))
             self.timer.cancel(_sync_key(group.group_id))
         self._cancel_consumer_timers()
+        self.share.unload()
 
     def _replay_offset(self, offset: int, producer_id: int, key: OffsetCommitKey,
                        value: Optional[OffsetCommitValue]) -> None:
@@ -659,10 +671,12 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
                 continue
             out.append({"group_id": consumer.group_id, "protocol_type": "consumer",
                         "group_state": str(consumer.state), "group_type": "consumer"})
+        out.extend(self.share.list_groups(states_filter, types_filter))
         return out
 
     def delete_group(self, group_id: str) -> ErrorCode:
-        return self._execute(self._delete_group(group_id))
+        shared = self.share.delete_group(group_id)  # None: not a share group
+        return shared if shared is not None else self._execute(self._delete_group(group_id))
 
     def _delete_group(self, group_id: str) -> CoordinatorResult:
         consumer = self.consumer_groups.get(group_id)

@@ -77,7 +77,8 @@ async def update_features(ctx, body: dict) -> dict:
         for u in updates:
             broker.controller.set_feature_level(u["feature"], u["max_version_level"])
     # Kafka 4.2 answers a refused update with the top-level error only (no per-feature results).
-    results = [] if error else [{"feature": n, "error_code": error, "error_message": message} for n in names]
+    # Accepted ones carry Kafka's ApiError text of NONE, "NONE".
+    results = [] if error else [{"feature": n, "error_code": error, "error_message": "NONE"} for n in names]
     return {"throttle_time_ms": 0, "error_code": error, "error_message": message, "results": results}
 
 

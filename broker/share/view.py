@@ -15,32 +15,46 @@ import uuid
 from typing import Any
 
 
-# -- answered by the group side -------------------------------------------------------------------
+# -- answered by the group side (broker/share/group_manager.py through the group coordinator's shards) ---
+
+def _manager(broker, group_id: str):
+    coordinator = getattr(broker, "group_coordinator", None)
+    if coordinator is None or not coordinator.active:
+        return None
+    shard = coordinator.shard_for(group_id)
+    return shard.share if shard.loaded else None
+
 
 def share_group_state(broker, group_id: str) -> str | None:
     """Kafka's state name of share group ``group_id`` ("Empty", "Stable", "Dead"), None if no share group has that id."""
-    return None
+    manager = _manager(broker, group_id)
+    return None if manager is None else manager.state_name(group_id)
 
 
 def initialized_partitions(broker, group_id: str) -> dict[uuid.UUID, set[int]]:
     """The partitions whose share state the group has initialized (Kafka's ShareGroupStatePartitionMetadata)."""
-    return {}
+    manager = _manager(broker, group_id)
+    return {} if manager is None else manager.initialized_partitions(group_id)
 
 
 def mark_initialized(broker, group_id: str, topic_id: uuid.UUID, partitions: set[int]) -> None:
     """Record that these partitions' share state now exists (AlterShareGroupOffsets on an empty group)."""
+    manager = _manager(broker, group_id)
+    if manager is None:
+        raise RuntimeError(f"no loaded group coordinator for share group {group_id}")
+    manager.mark_initialized(group_id, topic_id, set(partitions))
 
 
 def share_config(broker, group_id: str) -> dict[str, Any]:
     """The effective share.* settings of a group: its GROUP config overrides over the broker's group.share.* defaults."""
     def get(name: str, default: Any) -> Any:
-        # The group.share.* settings join BrokerConfig's table with the group side; until then, Kafka's defaults.
         try:
-            return broker.config.get(name)
-        except Exception:
+            value = broker.config.get(name)
+        except Exception:  # a config without the setting (unit tests' stand-ins)
             return default
+        return default if value is None else value
 
-    return {
+    out = {
         "share.record.lock.duration.ms": int(get("group.share.record.lock.duration.ms", 30000)),
         "share.delivery.count.limit": int(get("group.share.delivery.count.limit", 5)),
         "share.partition.max.record.locks": int(get("group.share.partition.max.record.locks", 2000)),
@@ -49,6 +63,14 @@ def share_config(broker, group_id: str) -> dict[str, Any]:
         "share.session.timeout.ms": int(get("group.share.session.timeout.ms", 45000)),
         "share.heartbeat.interval.ms": int(get("group.share.heartbeat.interval.ms", 5000)),
     }
+    # GROUP config resources (DescribeConfigs/IncrementalAlterConfigs on a group) override these when
+    # the broker keeps them: ``broker.group_configs(group_id)`` -> {name: value}.
+    overrides = getattr(broker, "group_configs", None)
+    if callable(overrides):
+        for name, value in (overrides(group_id) or {}).items():
+            if name in out and value is not None:
+                out[name] = type(out[name])(value)
+    return out
 
 
 # -- answered by the share partitions -------------------------------------------------------------
