@@ -216,3 +216,40 @@ def test_partition_summaries_for_the_operator_surface(kafka):
         # 0 accepted, 1 rejected: the start offset is 2; 2 released (available again), 3 rejected.
         assert summary == [{"topic": topic, "partition": 0, "start_offset": 2, "in_flight": 2, "acquired": 0,
                             "archived": 1, "lag": 1}]
+
+
+def test_read_committed_never_acquires_open_transactions_and_archives_aborted_ones(kafka):
+    """share.isolation.level read_committed through the GROUP-config seam the share side reads
+    (``broker.group_configs``; IncrementalAlterConfigs on GROUP resources fills it once served):
+    the share partition reads up to the last stable offset and archives aborted batches."""
+    from confluent_kafka import Producer
+
+    topic, group = _names()
+    server = kafka.server
+    previous = getattr(server, "group_configs", None)
+    server.group_configs = lambda g: {"share.isolation.level": "read_committed"} if g == group else \
+        (previous(g) if callable(previous) else {})
+    try:
+        with RawClient(_port(kafka)) as c:
+            tid = _topic(c, topic)
+            _fetch(c, group, "m", 0, tid)
+            aborted = Producer({"bootstrap.servers": kafka.bootstrap_servers, "transactional.id": f"{topic}-a"})
+            aborted.init_transactions(30)
+            aborted.begin_transaction()
+            aborted.produce(topic, b"aborted")
+            aborted.flush(10)
+            aborted.abort_transaction(30)  # offsets 0 (data) and 1 (abort marker)
+            open_txn = Producer({"bootstrap.servers": kafka.bootstrap_servers, "transactional.id": f"{topic}-o"})
+            open_txn.init_transactions(30)
+            open_txn.begin_transaction()
+            open_txn.produce(topic, b"open")  # offset 2
+            open_txn.flush(10)
+            _produce(c, topic, b"after")  # offset 3, behind the open transaction
+            # Up to the last stable offset (2): the aborted record is archived, its marker acquired
+            # (clients acknowledge control records as gaps).
+            assert _acquired(_fetch(c, group, "m", 1, None, wait=500)) == [(1, 1, 1)]
+            assert _acquired(_fetch(c, group, "m", 2, None, wait=300)) == []
+            open_txn.commit_transaction(30)  # marker at 4
+            assert _acquired(_fetch(c, group, "m", 3, None, wait=2000)) == [(2, 4, 1)]
+    finally:
+        server.group_configs = previous
