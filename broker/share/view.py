@@ -121,7 +121,12 @@ def expire_lock(broker, group_id: str, topic: str, partition: int, offset: int) 
 # -- answered by the share coordinator ------------------------------------------------------------
 
 def persister(broker):
-    """The SharePersister that keeps share-partition state durable (``persister.MemoryPersister`` until wired)."""
+    """The SharePersister that keeps share-partition state durable: the share coordinator over
+    ``__share_group_state`` (broker/share/state), which creates that topic on first use.  A stand-in
+    broker without the share coordinator (unit tests of share partitions) gets a ``MemoryPersister``."""
+    service = getattr(broker, "share_state", None)
+    if service is not None:
+        return service.persister()
     state = getattr(broker, "_share_memory_persister", None)
     if state is None:
         from .persister import MemoryPersister
