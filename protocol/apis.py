@@ -92,6 +92,8 @@ SERVE: dict[int, tuple[int, int]] = {
     75: (0, 0),  # DescribeTopicPartitions
     80: (0, 1),  # AddRaftVoter (issue 20, KIP-853)
     81: (0, 0),  # RemoveRaftVoter (issue 20, KIP-853)
+    88: (0, 0),  # StreamsGroupHeartbeat (issue 20, KIP-1071)
+    89: (0, 0),  # StreamsGroupDescribe (issue 20, KIP-1071)
 }
 
 Handler = Callable[..., Any]

@@ -538,7 +538,7 @@ async def describe_groups(ctx, body: dict) -> dict:
             if ctx.api_version >= 6 and described["error_code"] == 0 and described["group_state"] == "Dead":
                 # KIP-1043: v6 names a missing group instead of describing it as Dead.
                 # Kafka 4.2 says why when the id is a KIP-848 consumer group.
-                modern = group_id in (getattr(shard, "consumer_groups", None) or {})
+                modern = group_id in (getattr(shard, "consumer_groups", None) or {}) or group_id in shard.streams.groups
                 described.update(error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
                                  error_message=f"Group {group_id} is not a classic group." if modern
                                  else f"Group {group_id} not found.")
@@ -716,13 +716,14 @@ def _activate(broker, info) -> "GroupCoordinator":
     from .consumer import ConsumerConfig
     from .coordinator import GroupCoordinator
     from .shard import GroupConfig
+    from ..streams.manager import StreamsConfig
 
     # The broker's steerable clock: advancing it fires session and rebalance timeouts now.
     timer = timer_scope(broker, "group")
     coordinator = GroupCoordinator(info.num_partitions, lambda p: PartitionLogAdapter(broker, p), timer,
                                    broker, GroupConfig.from_broker_config(broker.config),
                                    ConsumerConfig.from_broker_config(broker.config),
-                                   topic_image(broker.controller))
+                                   topic_image(broker.controller), StreamsConfig.from_broker_config(broker.config))
     coordinator.active = True
     broker.group_coordinator = coordinator
     return coordinator

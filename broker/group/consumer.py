@@ -829,7 +829,8 @@ class ConsumerGroupsMixin:
         group = self.consumer_groups.get(group_id)
         if group is None:
             code = ErrorCode.GROUP_ID_NOT_FOUND
-            message = (f"Group {group_id} is not a consumer group." if group_id in self.groups
+            message = (f"Group {group_id} is not a consumer group."
+                       if group_id in self.groups or group_id in self.streams.groups
                        else f"Group {group_id} not found.")
             # Kafka 4.2 leaves every other field at its default ("" and 0).
             return {"error_code": code, "error_message": message, "group_id": group_id, "group_state": "",

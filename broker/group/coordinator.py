@@ -21,14 +21,14 @@ class GroupCoordinator:
     def __init__(self, num_partitions: int, log_factory: Callable[[int], OffsetsLog], timer: Timer,
                  clock: Clock, config: GroupConfig | None = None,
                  consumer_config: ConsumerConfig | None = None,
-                 topic_metadata: Callable[[], dict] | None = None) -> None:
+                 topic_metadata: Callable[[], dict] | None = None, streams_config=None) -> None:
         self.num_partitions = num_partitions
         self.config = config or GroupConfig()
         self.consumer_config = consumer_config or ConsumerConfig()
         self.timer = timer
         self.clock = clock
-        self.shards = [CoordinatorShard(p, log_factory(p), timer, clock, self.config, self.consumer_config)
-                       for p in range(num_partitions)]
+        self.shards = [CoordinatorShard(p, log_factory(p), timer, clock, self.config, self.consumer_config,
+                                        streams_config) for p in range(num_partitions)]
         if topic_metadata is not None:
             for shard in self.shards:
                 shard.topic_metadata = topic_metadata

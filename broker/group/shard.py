@@ -65,6 +65,8 @@ from .result import CoordinatorResult, Record, every_partition, join_error, sync
 from .result import empty as _empty
 from .state import GroupState
 from ..clock import Clock, Timer
+from ..streams.manager import StreamsConfig, StreamsGroupManager
+from ..streams.records import StreamsGroupKey, decode_value as decode_streams_value
 
 log = logging.getLogger("minikafka.group")
 
@@ -168,7 +170,8 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
     two in ``migration.MigrationMixin``."""
 
     def __init__(self, partition: int, log_: OffsetsLog, timer: Timer, clock: Clock,
-                 config: GroupConfig | None = None, consumer_config: ConsumerConfig | None = None) -> None:
+                 config: GroupConfig | None = None, consumer_config: ConsumerConfig | None = None,
+                 streams_config: StreamsConfig | None = None) -> None:
         self.partition = partition
         self.log = log_
         self.timer = timer
@@ -182,6 +185,7 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
         self.consumer_groups = {}
         self.consumer_config = consumer_config or ConsumerConfig()
         self.topic_metadata = dict  # replaced by the coordinator with the broker's topic image
+        self.streams = StreamsGroupManager(self, streams_config)  # KIP-1071 streams groups (broker/streams)
         self.loaded = False
 
     # == runtime: append, replay, load ===========================================================
@@ -220,6 +224,8 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
             self._replay_group(key, value)
         elif isinstance(key, ConsumerGroupKey):
             self.replay_consumer(key, value)
+        elif isinstance(key, StreamsGroupKey):
+            self.streams.replay(key, value)
 
     def load(self) -> None:
         """Rebuild the shard from its partition, then start serving (COORDINATOR_LOAD_IN_PROGRESS before).
@@ -250,6 +256,8 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
                 value = decode_offset_commit_value(record.value)
             elif isinstance(key, ConsumerGroupKey):
                 value = decode_consumer_value(key.kind, record.value)
+            elif isinstance(key, StreamsGroupKey):
+                value = decode_streams_value(key.kind, record.value)
             else:
                 value = decode_group_metadata_value(record.value)
             decoded.append((record.offset, key, value))
@@ -261,6 +269,7 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
             for member in group.all_members():
                 self._reschedule_heartbeat(group, member)
         self._rearm_consumer_timers()
+        self.streams.on_loaded()
         self.loaded = True
         self._schedule_cleanup()
 
@@ -278,11 +287,13 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
             self.timer.cancel(_join_key(group.group_id))
             self.timer.cancel(_sync_key(group.group_id))
         self._cancel_consumer_timers()
+        self.streams.unload()
 
     def _replay_offset(self, offset: int, producer_id: int, key: OffsetCommitKey,
                        value: Optional[OffsetCommitValue]) -> None:
         if value is not None:
-            if key.group not in self.groups and key.group not in self.consumer_groups:
+            if key.group not in self.groups and key.group not in self.consumer_groups \
+                    and key.group not in self.streams.groups:
                 # Offsets committed without group membership: a "simple" group, Empty, no protocol type.
                 self._create_group(key.group)
             om = OffsetAndMetadata(
@@ -376,6 +387,8 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
         instance_id = request.get("group_instance_id")
         topics = request.get("topics") or []
 
+        if group_id in self.streams.groups:
+            return self.streams.commit(self.streams.groups[group_id], request, topics, api_version, self._commit_records)
         consumer = self.consumer_groups.get(group_id)
         if consumer is not None:
             code = self.validate_consumer_offset_commit(consumer, member_id, generation, api_version=api_version)
@@ -458,6 +471,8 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
         """
         consumer = self.consumer_groups.get(group_id)
         code = None if consumer is None else self.validate_consumer_offset_fetch(consumer, member_id, member_epoch)
+        if group_id in self.streams.groups:
+            code = self.streams.validate_offset_fetch(self.streams.groups[group_id], member_id, member_epoch)
         if code is not None:
             return {"group_id": group_id, "error_code": code, "topics": []}
         group_offsets = self.offsets.get(group_id, {})
@@ -529,7 +544,11 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
 
         consumer = self.consumer_groups.get(group_id)
         try:
-            if consumer is not None:
+            if group_id in self.streams.groups:  # a streams group: member epochs, as Kafka 4.2 checks them
+                code = self.streams.txn_commit_error(self.streams.groups[group_id], request, topics)
+                if code is not None:
+                    raise GroupError(code)
+            elif consumer is not None:
                 # A KIP-848 group: the generation field carries the member epoch.
                 code = self.validate_consumer_offset_commit(consumer, member_id, generation, transactional=True)
                 if code is not None:
@@ -659,12 +678,21 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
                 continue
             out.append({"group_id": consumer.group_id, "protocol_type": "consumer",
                         "group_state": str(consumer.state), "group_type": "consumer"})
+        out.extend(self.streams.list_groups(states, types))
         return out
 
     def delete_group(self, group_id: str) -> ErrorCode:
         return self._execute(self._delete_group(group_id))
 
     def _delete_group(self, group_id: str) -> CoordinatorResult:
+        streams = self.streams.groups.get(group_id)
+        if streams is not None:
+            if streams.members:
+                return _empty(ErrorCode.NON_EMPTY_GROUP)
+            records = [(OffsetCommitKey(group_id, topic, index), None)
+                       for topic, partitions in self.offsets.get(group_id, {}).items() for index in partitions]
+            return CoordinatorResult(records + self.streams.records_for_delete(group_id), ErrorCode.NONE,
+                                     on_appended=lambda error: error)
         consumer = self.consumer_groups.get(group_id)
         if consumer is not None:
             if consumer.members:
@@ -704,6 +732,9 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
             # As Kafka: an empty consumer group whose offsets have all expired is deleted.
             if self._cleanup_expired_offsets(group_id, records) and not consumer.members:
                 records.extend(self.consumer_group_records_for_delete(group_id))
+        for group_id, streams in list(self.streams.groups.items()):
+            if self._cleanup_expired_offsets(group_id, records) and not streams.members:
+                records.extend(self.streams.records_for_delete(group_id))
         return CoordinatorResult(records)
 
     def _cleanup_expired_offsets(self, group_id: str, records: list[Record]) -> bool:
@@ -711,7 +742,7 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
         group_offsets = self.offsets.get(group_id)
         if not group_offsets:
             return not self._has_open_transaction(group_id)
-        group = self.groups.get(group_id) or self.consumer_groups[group_id]
+        group = self.groups.get(group_id) or self.consumer_groups.get(group_id) or self.streams.groups[group_id]
         base = group.offset_expiration_base()
         if base is None:
             return False

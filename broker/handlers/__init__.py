@@ -24,6 +24,7 @@ HANDLER_MODULES: list[str] = [
     "minikafka.broker.handlers.client_telemetry",
     "minikafka.broker.txn.apis",  # before group.apis: TxnOffsetCommit needs broker.txn_coordinator
     "minikafka.broker.group.apis",
+    "minikafka.broker.streams.apis",
     "minikafka.broker.handlers.sasl",
     "minikafka.broker.handlers.scram_credentials",
     "minikafka.broker.handlers.acls",

@@ -24,6 +24,8 @@ def test_serve_column():
     # ListConfigResources and the KIP-853 voter APIs
     expected.update({27: (1, 2), 38: (1, 3), 39: (1, 2), 40: (1, 2), 41: (1, 3), 64: (0, 0),
                      74: (0, 1), 80: (0, 1), 81: (0, 0)})
+    # issue 20: KIP-1071 streams groups, as Kafka 4.2 advertises them
+    expected.update({88: (0, 0), 89: (0, 0)})
     assert SERVE == expected
 
 

@@ -122,7 +122,7 @@ def _quirk(api_key: int, body: dict) -> dict:
 # (protocol/schemas/, checked byte by byte in test_consumer_group_specs.py) and the KIP-714 pair
 # (protocol.specs_kafka4, golden bytes in test_specs_kafka4.py); issue 20's delegation-token,
 # UnregisterBroker and Raft-voter APIs (golden bytes in test_issue20_specs.py).
-OURS = {68, 69, 38, 39, 40, 41, 64, 80, 81}
+OURS = {68, 69, 38, 39, 40, 41, 64, 80, 81, 88, 89}
 KAFKA4 = {key for key, _ in specs_kafka4.SPEC_BY_KEY}
 
 
