@@ -331,9 +331,12 @@ class StreamsGroupManager:
         reconfigure = group.topology is None
         hash_ = group.metadata_hash
         configured = group.configured
-        if reconfigure or configured is None or group.metadata_expired(now):
-            topics = self.shard.topic_metadata()
-            hash_ = metadata_hash(topics, topology.required_topics())
+        # Kafka recomputes the hash when its metadata image reports a change to one of the group's topics;
+        # here the (cheap) hash is recomputed on every heartbeat, which notices the same changes.
+        topics = self.shard.topic_metadata()
+        current_hash = metadata_hash(topics, topology.required_topics())
+        if reconfigure or configured is None or group.metadata_expired(now) or current_hash != hash_:
+            hash_ = current_hash
             if hash_ != group.metadata_hash:
                 bump = reconfigure = True
             if reconfigure or configured is None:
