@@ -57,6 +57,12 @@ class ClassicRebalanceMixin:
             # An empty consumer group becomes a classic group whatever the migration policy (its offsets stay).
             log.info("group %s: empty consumer group converted to a classic group", request["group_id"])
             self._execute(CoordinatorResult(self.consumer_group_records_for_delete(request["group_id"])))
+        streams = self.streams.groups.get(request["group_id"])
+        if streams is not None:  # a streams group (broker/streams): converted only when empty, as in Kafka
+            if streams.members:
+                respond(join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ""))
+                return
+            self._execute(CoordinatorResult(self.streams.records_for_delete(request["group_id"])))
         self._execute(self._join(request, api_version, client_id or "", client_host, respond))
 
     def _join(self, request: dict, api_version: int, client_id: str, client_host: str,

@@ -554,6 +554,8 @@ class ConsumerGroupsMixin:
         group = self.consumer_groups.get(group_id)
         if group is not None:
             return group
+        if group_id in self.streams.groups:  # a streams group (broker/streams), empty or not
+            raise _HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         classic = self.groups.get(group_id)
         if classic is not None:
             if not classic.all_members():

@@ -32,6 +32,7 @@ log = logging.getLogger("minikafka.streams")
 STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE = 88, 89
 STREAMS_VERSION = "streams.version"
 NOT_REQUESTED_OPERATIONS = -2147483648
+ALL_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
 # Kafka's Topic.INTERNAL_TOPICS, which a topology may not use.
 KAFKA_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
@@ -186,8 +187,10 @@ async def streams_group_describe(ctx, body: dict) -> dict:
         described["authorized_operations"] = NOT_REQUESTED_OPERATIONS
         if described["error_code"] == ErrorCode.NONE:
             if include_ops:
+                # Without an authorizer Kafka 4.2 reports every group operation: READ, DELETE, DESCRIBE,
+                # DESCRIBE_CONFIGS, ALTER_CONFIGS.
                 described["authorized_operations"] = az.authorized_operations(ctx, az.GROUP, group_id) \
-                    if az.enabled(ctx.broker) else (1 << 3) | (1 << 6) | (1 << 8)
+                    if az.enabled(ctx.broker) else ALL_GROUP_OPERATIONS
             if az.enabled(ctx.broker) and described["topology"] is not None:
                 names = {t for s in described["topology"]["subtopologies"] for t in
                          list(s["source_topics"]) + list(s["repartition_sink_topics"])

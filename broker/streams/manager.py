@@ -573,7 +573,9 @@ class StreamsGroupManager:
         group_id, member_id = request["group_id"], request["member_id"]
         group = self.groups.get(group_id)
         if group is None:
-            self._group_or_error(group_id)
+            kind = "is not a streams group" if group_id in self.shard.groups or group_id in self.shard.consumer_groups \
+                else "not found"
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} {kind}.")
         if request.get("shutdown_application"):
             self._request_shutdown(group, member_id)
         member = group.members.get(member_id)
