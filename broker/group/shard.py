@@ -500,10 +500,10 @@ class CoordinatorShard(ClassicRebalanceMixin, ConsumerGroupsMixin, MigrationMixi
 
     def _delete_offsets(self, request: dict) -> CoordinatorResult:
         group_id = request["group_id"]
-        group = self.groups.get(group_id)
-        if group is None or group.is_in_state(GroupState.DEAD):
+        group = self.groups.get(group_id) or self.streams.groups.get(group_id)  # streams: any state, as Kafka
+        if group is None or (group_id in self.groups and group.is_in_state(GroupState.DEAD)):
             return _empty({"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "topics": []})
-        if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE,
+        if group_id in self.groups and group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE,
                            GroupState.COMPLETING_REBALANCE) and not group.uses_consumer_protocol():
             return _empty({"error_code": ErrorCode.NON_EMPTY_GROUP, "topics": []})
         group_offsets = self.offsets.get(group_id, {})

@@ -82,11 +82,10 @@ def _topology_topics(topology: dict) -> list[str]:
 
 async def streams_group_heartbeat(ctx, body: dict) -> dict:
     if not streams_enabled(ctx.broker):
-        return _answer(error_response(ErrorCode.UNSUPPORTED_VERSION,
-                                      "The server does not support this API version."))
+        return _answer(error_response(ErrorCode.UNSUPPORTED_VERSION))  # Kafka 4.2: no message
     group_id = body["group_id"]
     if not az.authorize(ctx, az.READ, az.GROUP, group_id):
-        return _answer(error_response(ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."))
+        return _answer(error_response(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     topology = body.get("topology")
     if topology is not None:
         from minikafka.broker.controller import topic_name_error

@@ -466,3 +466,18 @@ def test_java_orders():
     for item in [(1, "a"), (0, "b"), (1, "c"), (0, "d")]:
         q.add(item)
     assert [q.poll()[1] for _ in range(4)] == ["b", "d", "c", "a"]
+
+
+def test_offset_delete_spares_the_topics_the_topology_reads():
+    w = World()
+    w.topic("input", 1)
+    w.topic("other", 1)
+    r = join_until_stable(w)
+    w.shard.commit_offsets({"group_id": "app", "generation_id_or_member_epoch": r["member_epoch"], "member_id": "m1",
+                            "topics": [{"name": n, "partitions": [{"partition_index": 0, "committed_offset": 1}]}
+                                       for n in ("input", "other")]}, 9)
+    out = w.shard.delete_offsets({"group_id": "app", "topics": [{"name": n, "partitions": [{"partition_index": 0}]}
+                                                                for n in ("input", "other")]})
+    codes = {t["name"]: t["partitions"][0]["error_code"] for t in out["topics"]}
+    assert out["error_code"] == E.NONE and codes == {"input": E.GROUP_SUBSCRIBED_TO_TOPIC, "other": E.NONE}
+    assert "other" not in w.shard.offsets["app"] and "input" in w.shard.offsets["app"]
