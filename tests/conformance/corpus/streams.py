@@ -237,3 +237,32 @@ def streams_three_processes(ctx):
             out = ctx.call(88, 0, heartbeat(group, member, epochs[member], owned=[]), label=f"{member} round {round_}")
             epochs[member] = out.get("member_epoch", epochs[member])
     ctx.call(89, 0, {"group_ids": [group], "include_authorized_operations": False}, label="describe")
+
+
+@scenario(profile="acl")
+def streams_acl_denials(ctx):
+    """StandardAuthorizer, everything allowed where no ACL matches; User:ANONYMOUS is denied READ on one
+    group, DESCRIBE on one topic and CREATE on the internal topics of one application."""
+    from .acls import CREATE, DENY, DESCRIBE, GROUP, LITERAL, PREFIXED, READ, TOPIC, _binding
+
+    source = ctx.name("in")
+    hidden = ctx.name("hidden")
+    create_topic(ctx, source, partitions=1)
+    create_topic(ctx, hidden, partitions=1)
+    dgroup, tgroup, cgroup = ctx.name("dg"), ctx.name("tg"), ctx.name("cg")
+    for g in (dgroup, tgroup, cgroup):
+        wait_coordinator(ctx, g)
+    app = ctx.name("noc")
+    out = ctx.call(30, 3, {"creations": [_binding(GROUP, dgroup, LITERAL, READ), _binding(TOPIC, hidden, LITERAL, DESCRIBE),
+                                         _binding(TOPIC, app, PREFIXED, CREATE)]}, label="create deny ACLs")
+    assert out.kind == "response"
+    ctx.setup(3, 12, {"topics": [{"name": hidden, "topic_id": None}], "allow_auto_topic_creation": False},
+              expect=lambda o: o.kind == "response" and o["topics"][0]["error_code"] == 29, retries=80)
+    ctx.call(88, 0, heartbeat(dgroup, "m1", 0, {"epoch": 0, "subtopologies": [subtopology("0", sources=[source])]}),
+             label="READ on the group denied")
+    ctx.call(88, 0, heartbeat(tgroup, "m1", 0, {"epoch": 0, "subtopologies": [subtopology("0", sources=[source, hidden])]}),
+             label="DESCRIBE on a topic denied")
+    ctx.call(88, 0, heartbeat(cgroup, "m1", 0, {"epoch": 0, "subtopologies": [
+        subtopology("0", sources=[source], changelogs=[f"{app}-store-changelog"])]}),
+             label="CREATE on the changelog topic denied")
+    ctx.call(89, 0, {"group_ids": [dgroup, cgroup], "include_authorized_operations": True}, label="describe")
