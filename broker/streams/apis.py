@@ -188,7 +188,7 @@ async def streams_group_describe(ctx, body: dict) -> dict:
             if include_ops:
                 # Without an authorizer Kafka 4.2 reports every group operation: READ, DELETE, DESCRIBE,
                 # DESCRIBE_CONFIGS, ALTER_CONFIGS.
-                described["authorized_operations"] = az.authorized_operations(ctx, az.GROUP, group_id) \
+                described["authorized_operations"] = _group_operations(ctx, group_id) \
                     if az.enabled(ctx.broker) else ALL_GROUP_OPERATIONS
             if az.enabled(ctx.broker) and described["topology"] is not None:
                 names = {t for s in described["topology"]["subtopologies"] for t in
@@ -201,6 +201,15 @@ async def streams_group_describe(ctx, body: dict) -> dict:
                                                   "authorized to describe."}
         out.append(described)
     return {"throttle_time_ms": 0, "groups": out}
+
+
+def _group_operations(ctx, group_id: str) -> int:
+    """The group operations the caller may perform, as Kafka 4.2 counts them for a group (its configs too)."""
+    bits = 0
+    for op in (3, 6, 8, 10, 11):  # READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS
+        if az.authorize(ctx, op, az.GROUP, group_id):
+            bits |= 1 << op
+    return bits
 
 
 def _failed(group_id: str, code: ErrorCode) -> dict:

@@ -243,7 +243,7 @@ def streams_three_processes(ctx):
 def streams_acl_denials(ctx):
     """StandardAuthorizer, everything allowed where no ACL matches; User:ANONYMOUS is denied READ on one
     group, DESCRIBE on one topic and CREATE on the internal topics of one application."""
-    from .acls import CREATE, DENY, DESCRIBE, GROUP, LITERAL, PREFIXED, READ, TOPIC, _binding
+    from .acls import ALLOW, CREATE, DESCRIBE, GROUP, LITERAL, PREFIXED, READ, TOPIC, _binding
 
     source = ctx.name("in")
     hidden = ctx.name("hidden")
@@ -254,7 +254,9 @@ def streams_acl_denials(ctx):
         wait_coordinator(ctx, g)
     app = ctx.name("noc")
     out = ctx.call(30, 3, {"creations": [_binding(GROUP, dgroup, LITERAL, READ), _binding(TOPIC, hidden, LITERAL, DESCRIBE),
-                                         _binding(TOPIC, app, PREFIXED, CREATE)]}, label="create deny ACLs")
+                                         _binding(TOPIC, app, PREFIXED, CREATE),
+                                         # With an ACL on them, the topics need DESCRIBE allowed explicitly.
+                                         _binding(TOPIC, app, PREFIXED, DESCRIBE, ALLOW)]}, label="create deny ACLs")
     assert out.kind == "response"
     ctx.setup(3, 12, {"topics": [{"name": hidden, "topic_id": None}], "allow_auto_topic_creation": False},
               expect=lambda o: o.kind == "response" and o["topics"][0]["error_code"] == 29, retries=80)
