@@ -92,3 +92,16 @@ def test_a_streams_group_survives_a_restart(broker_factory):
         r = c.request(88, 0, _heartbeat("app", epoch, active_tasks=[{"subtopology_id": "0", "partitions": [0, 1]}],
                                         standby_tasks=[], warmup_tasks=[]))
         assert (r["error_code"], r["member_epoch"]) == (0, epoch)
+
+
+def test_bounds_kafka_refuses_to_start_with(tmp_path):
+    """A heartbeat interval not below the session timeout stops the broker at start-up, as Kafka's
+    GroupCoordinatorConfig does."""
+    from conftest import start_broker
+
+    with pytest.raises(Exception):
+        broker = start_broker(tmp_path, group_streams_heartbeat_interval_ms=15000,
+                              group_streams_session_timeout_ms=45000, group_streams_min_heartbeat_interval_ms=5000,
+                              group_streams_max_session_timeout_ms=60000, group_streams_num_standby_replicas=5)
+        broker.stop()
+    assert "group.streams.num.standby.replicas must be less than or equal to" in (tmp_path / "broker.log").read_text()
