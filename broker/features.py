@@ -7,7 +7,9 @@ Kafka 4.2 finalizes it) they use "transactions V2" (KIP-890 part 2: Produce 12 a
 TxnOffsetCommit 5, EndTxn 5 bumps the epoch), served by broker/txn; UpdateFeatures may lower it to
 1 (Produce 12 is then v11) or 0.  ``group.version`` 1 means the KIP-848 consumer protocol; it is supported
 only when ConsumerGroupHeartbeat (68) is registered.  ``share.version`` 1 (the default, as Kafka 4.2
-finalizes it) enables share groups (KIP-932); at 0 ShareGroupHeartbeat/Describe answer UNSUPPORTED_VERSION.  ``metadata.version`` is 4.0-IV3 (25), the
+finalizes it) enables share groups (KIP-932); at 0 ShareGroupHeartbeat/Describe answer UNSUPPORTED_VERSION.
+``streams.version`` 1 (KIP-1071 streams groups, on by default as in Kafka 4.2) only when
+StreamsGroupHeartbeat (88) is registered.  ``metadata.version`` is 4.0-IV3 (25), the
 level of the APIs served; it cannot be downgraded (Kafka refuses unsafe metadata downgrades).
 ``kraft.version`` stays 0: the quorum is this node, a static voter.
 
@@ -22,6 +24,7 @@ KRAFT_VERSION = "kraft.version"
 GROUP_VERSION = "group.version"
 TRANSACTION_VERSION = "transaction.version"
 SHARE_VERSION = "share.version"
+STREAMS_VERSION = "streams.version"
 
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 INVALID_UPDATE_VERSION = 95
@@ -42,6 +45,10 @@ def supported(broker) -> dict[str, tuple[int, int, int]]:
     features[GROUP_VERSION] = (0, 1, 1) if consumer_groups else (0, 0, 0)
     # share.version 1: share groups (KIP-932), finalized by default as in Kafka 4.2.
     features[SHARE_VERSION] = (0, 1, 1) if registry is not None and 76 in registry else (0, 0, 0)
+    # KIP-1071 streams groups (broker/streams): 1 is finalized on a new cluster, as Kafka 4.2 does;
+    # UpdateFeatures can set it to 0 (StreamsGroupHeartbeat/Describe then answer UNSUPPORTED_VERSION).
+    streams_groups = registry is not None and 88 in registry
+    features[STREAMS_VERSION] = (0, 1, 1) if streams_groups else (0, 0, 0)
     return features
 
 
@@ -59,7 +66,7 @@ def finalized(broker) -> dict[str, int]:
 def level(broker, name: str) -> int:
     """The finalized level of one feature (0: off), without building the whole table: the produce
     path asks for ``transaction.version`` on every transactional batch."""
-    if name in (GROUP_VERSION, SHARE_VERSION):
+    if name in (GROUP_VERSION, SHARE_VERSION, STREAMS_VERSION):
         return finalized(broker).get(name, 0)  # depends on the registry: the full rule
     stored = getattr(broker.controller, "finalized_features", {}) or {}
     default = _FEATURES[name][2] if name in _FEATURES else 0

@@ -104,6 +104,8 @@ SERVE: dict[int, tuple[int, int]] = {
     90: (0, 1),  # DescribeShareGroupOffsets (issue 21)
     91: (0, 0),  # AlterShareGroupOffsets
     92: (0, 0),  # DeleteShareGroupOffsets
+    88: (0, 0),  # StreamsGroupHeartbeat (issue 20, KIP-1071)
+    89: (0, 0),  # StreamsGroupDescribe (issue 20, KIP-1071)
 }
 
 Handler = Callable[..., Any]

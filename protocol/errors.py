@@ -146,6 +146,9 @@ _TABLE: tuple[tuple[int, str, bool], ...] = (
     (126, 'DUPLICATE_VOTER', False),
     (127, 'VOTER_NOT_FOUND', False),
     (128, 'INVALID_REGULAR_EXPRESSION', False),
+    (130, 'STREAMS_INVALID_TOPOLOGY', False),
+    (131, 'STREAMS_INVALID_TOPOLOGY_EPOCH', False),
+    (132, 'STREAMS_TOPOLOGY_FENCED', False),
 )
 
 # Older spellings some client libraries still use; they resolve to the same members, and

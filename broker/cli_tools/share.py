@@ -17,10 +17,11 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from minikafka.protocol.errors import ErrorCode
+
 from .common import CliError
 
 LIST_GROUPS, METADATA, FIND_COORDINATOR, SHARE_GROUP_DESCRIBE = 16, 3, 10, 77
-GROUP_ID_NOT_FOUND = 69
 
 
 class _Conn:
@@ -108,7 +109,7 @@ def describe_share_group(args, name: str) -> dict | None:
                                                          "include_authorized_operations": False})["groups"][0]
     finally:
         conn.close()
-    if group["error_code"] == GROUP_ID_NOT_FOUND:
+    if group["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND:
         return None
     if group["error_code"]:
         raise CliError(f"cannot describe share group {name}: error {group['error_code']} "

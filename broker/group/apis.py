@@ -732,12 +732,14 @@ def _activate(broker, info) -> "GroupCoordinator":
     timer = timer_scope(broker, "group")
     from ..share.apis import BrokerHooks
     from ..share.group_manager import ShareConfig
+    from ..streams.manager import StreamsConfig
 
     coordinator = GroupCoordinator(info.num_partitions, lambda p: PartitionLogAdapter(broker, p), timer,
                                    broker, GroupConfig.from_broker_config(broker.config),
                                    ConsumerConfig.from_broker_config(broker.config),
                                    topic_image(broker.controller),
-                                   ShareConfig.from_broker_config(broker.config), BrokerHooks(broker))
+                                   ShareConfig.from_broker_config(broker.config), BrokerHooks(broker),
+                                   StreamsConfig.from_broker_config(broker.config))
     coordinator.active = True
     broker.group_coordinator = coordinator
     return coordinator

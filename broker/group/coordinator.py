@@ -22,14 +22,14 @@ class GroupCoordinator:
                  clock: Clock, config: GroupConfig | None = None,
                  consumer_config: ConsumerConfig | None = None,
                  topic_metadata: Callable[[], dict] | None = None,
-                 share_config=None, share_hooks=None) -> None:
+                 share_config=None, share_hooks=None, streams_config=None) -> None:
         self.num_partitions = num_partitions
         self.config = config or GroupConfig()
         self.consumer_config = consumer_config or ConsumerConfig()
         self.timer = timer
         self.clock = clock
         self.shards = [CoordinatorShard(p, log_factory(p), timer, clock, self.config, self.consumer_config,
-                                        share_config, share_hooks)
+                                        share_config, share_hooks, streams_config)
                        for p in range(num_partitions)]
         if topic_metadata is not None:
             for shard in self.shards:

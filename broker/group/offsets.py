@@ -113,10 +113,11 @@ class OffsetManager:
 
     # == OffsetCommit ============================================================================
 
-    def commit(self, request: dict, api_version: int) -> CoordinatorResult:
+    def commit(self, request: dict, api_version: int, validated: bool = False) -> CoordinatorResult:
+        """``validated``: the group type has already checked the request (streams groups check each partition)."""
         group_id = request["group_id"]
         topics = request.get("topics") or []
-        code = self.groups.offset_owner(group_id).validate_offset_commit(
+        code = None if validated else self.groups.offset_owner(group_id).validate_offset_commit(
             group_id, request.get("member_id", ""), request.get("group_instance_id"),
             request.get("generation_id_or_member_epoch", -1), api_version)
         if code is not None:

@@ -256,6 +256,8 @@ def decode_consumer_value(kind: str, buf) -> ConsumerGroupValue | None:
 
 def encode_key(key: OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey) -> bytes:
     out = bytearray()
+    if hasattr(key, "encode"):  # record types of other group kinds (broker/streams/records.py)
+        return key.encode()
     if isinstance(key, ConsumerGroupKey):
         return _encode_consumer_key(key)
     if isinstance(key, ShareGroupKey):
@@ -274,6 +276,8 @@ def encode_value(value: OffsetCommitValue | GroupMetadataValue | None) -> bytes 
         return None
     if isinstance(value, ShareGroupValue):
         return share_records.encode_value(value)
+    if hasattr(value, "encode"):  # record types of other group kinds (broker/streams/records.py)
+        return value.encode()
     if isinstance(value, ConsumerGroupValue):
         return _I16.pack(CONSUMER_VALUE_VERSION) + codec.encode_data(
             value.kind + "Value", CONSUMER_VALUE_VERSION, value.data)
@@ -302,6 +306,9 @@ def decode_key(buf) -> OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey | N
     if version == 2:
         values, _ = _decode(GROUP_METADATA_KEY, version, buf, 2)
         return GroupMetadataKey(**values)
+    from minikafka.broker.streams import records as streams_records
+    if streams_records.is_streams_key_version(version):
+        return streams_records.decode_key(buf)
     kind = _CONSUMER_KINDS.get(version)
     if kind is not None:
         try:

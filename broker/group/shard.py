@@ -89,10 +89,12 @@ from .member import Respond
 from .migration import GroupMigration
 from .offsets import OffsetAndMetadata, OffsetManager, OffsetOwner
 from .records import OffsetCommitKey, decode_key, decode_offset_commit_value, encode_key, encode_value
-from .result import CoordinatorResult, Record, join_error, sync_error
+from .result import CoordinatorResult, Record, every_partition, join_error, sync_error
 from .result import empty as _empty
 from ..clock import Clock, Timer
 from ..share.group_manager import ShareConfig, ShareGroupManager
+from ..streams.manager import StreamsConfig, StreamsGroupManager
+from ..streams.plug import StreamsGroupType
 from ..share.records import ShareGroupKey, decode_value as decode_share_value
 
 log = logging.getLogger("minikafka.group")
@@ -212,7 +214,8 @@ class CoordinatorShard:
 
     def __init__(self, partition: int, log_: OffsetsLog, timer: Timer, clock: Clock,
                  config: GroupConfig | None = None, consumer_config: ConsumerConfig | None = None,
-                 share_config: ShareConfig | None = None, share_hooks=None) -> None:
+                 share_config: ShareConfig | None = None, share_hooks=None,
+                 streams_config: StreamsConfig | None = None) -> None:
         self.partition = partition
         self.log = log_
         self.timer = timer
@@ -226,7 +229,8 @@ class CoordinatorShard:
         self.migration = GroupMigration(self, self.classic, self.consumer)
         self.consumer.migration = self.migration
         # Every group type; ListGroups and retention go through them in this order.
-        self.group_managers: tuple[GroupManager, ...] = (self.classic, self.consumer)
+        self.streams = StreamsGroupManager(self, streams_config)  # KIP-1071 streams groups (broker/streams)
+        self.group_managers: tuple[GroupManager, ...] = (self.classic, self.consumer, StreamsGroupType(self.streams))
         self._record_owners: dict[type, Any] = {OffsetCommitKey: self.offsets}
         for manager in self.group_managers:
             for key_class in manager.record_keys:
@@ -354,10 +358,20 @@ class CoordinatorShard:
     # == offsets (OffsetManager), and the type that answers for a group's offsets ================
 
     def commit_offsets(self, request: dict, api_version: int) -> dict:
+        streams = self.streams.groups.get(request["group_id"])
+        if streams is not None:  # checked per partition against the member's assigned tasks
+            return self.execute(self.streams.commit(streams, request, request.get("topics") or [], api_version,
+                                                    lambda group_id, req, topics: self.offsets.commit(
+                                                        {**req, "topics": topics}, api_version, validated=True)))
         return self.execute(self.offsets.commit(request, api_version))
 
     def txn_commit_offsets(self, request: dict, api_version: int) -> dict:
         """TxnOffsetCommit: the offsets stay pending until the producer's transaction ends."""
+        streams = self.streams.groups.get(request["group_id"])
+        if streams is not None:
+            code = self.streams.txn_commit_error(streams, request, request.get("topics") or [])
+            if code is not None:
+                return every_partition(request.get("topics") or [], code)
         return self.execute(self.offsets.txn_commit(request, api_version))
 
     def fetch_offsets(self, group_id: str, topics: Optional[list[dict]], require_stable: bool = False,
@@ -398,6 +412,12 @@ class CoordinatorShard:
 
     def join_group(self, request: dict, *, api_version: int, client_id: str, client_host: str,
                    respond: Respond) -> None:
+        streams = self.streams.groups.get(request["group_id"])
+        if streams is not None:  # a streams group becomes a classic group only when empty, as in Kafka
+            if streams.members:
+                respond(join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ""))
+                return
+            self.execute(CoordinatorResult(self.streams.records_for_delete(request["group_id"])))
         self.execute(self._classic_protocol(request["group_id"]).join(request, api_version, client_id or "",
                                                                       client_host, respond))
 

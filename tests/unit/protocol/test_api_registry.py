@@ -24,10 +24,12 @@ def test_serve_column():
     # ListConfigResources and the KIP-853 voter APIs
     expected.update({27: (1, 2), 38: (1, 3), 39: (1, 2), 40: (1, 2), 41: (1, 3), 64: (0, 0),
                      74: (0, 1), 80: (0, 1), 81: (0, 0)})
-    # issue 21, the share coordinator: the share-group-state RPCs and the share-group offsets admin APIs
-    # (76/77 ShareGroupHeartbeat/Describe come from the share-group branch, merged here)
-    expected.update({76: (1, 1), 77: (1, 1), 83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1), 90: (0, 1), 91: (0, 0),
+    # issue 21: ShareGroupHeartbeat/Describe, ShareFetch/ShareAcknowledge, the share coordinator's
+    # share-group-state RPCs and the share-group offsets admin APIs
+    expected.update({76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1), 90: (0, 1), 91: (0, 0),
                      92: (0, 0)})
+    # issue 20: KIP-1071 streams groups, as Kafka 4.2 advertises them
+    expected.update({88: (0, 0), 89: (0, 0)})
     assert SERVE == expected
 
 

@@ -1,0 +1,66 @@
+"""A Kafka Streams 4.2 application with ``group.protocol=streams`` (KIP-1071 streams groups, issue 20).
+
+``java/StreamsWordCount.java`` counts the words of four lines: the words are re-keyed (a repartition
+topic) and counted in a state store (a changelog topic).  Two application instances with two stream
+threads each make a group of four members in two processes and two subtopologies; the second instance
+joins once the first runs, so tasks move between processes (revocation, then assignment).  The broker
+creates both internal topics with two partitions (the input topic's count) when the first member's
+heartbeat reports them missing, assigns the four tasks, and the counts reach the output topic.  The same program runs against Apache Kafka 4.2 (``broker_kind``) and
+prints the same lines.  Kafka Streams comes from Maven Central (tests/streams/pom.xml, installed into
+``.venv/streams-jars`` by tests/tools/system-deps.sh).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+
+import pytest
+
+from clienttools import ROOT, require_tool
+from conftest import broker_for
+
+pytestmark = [pytest.mark.integration]
+
+JARS = ROOT / os.environ.get("VENV", ".venv") / "streams-jars"
+
+EXPECTED = {"a": 2, "and": 1, "barks": 1, "brown": 1, "dog": 3, "fox": 2, "jumps": 1, "lazy": 1, "over": 1,
+            "quick": 1, "the": 3}
+
+
+@pytest.fixture(scope="module")
+def classpath(tmp_path_factory):
+    if not (JARS / ".installed").exists():
+        if os.environ.get("MINIKAFKA_KAFKA_ORACLE") == "required":
+            pytest.fail(f"Kafka Streams jars missing in {JARS}: run tests/tools/system-deps.sh")
+        pytest.skip(f"Kafka Streams jars missing in {JARS} (tests/tools/system-deps.sh installs them)")
+    javac = require_tool("javac")
+    out = tmp_path_factory.mktemp("streams-java")
+    jars = f"{JARS}/*"
+    subprocess.run([javac, "-cp", jars, "-d", str(out), str(ROOT / "tests" / "integration" / "java" /
+                                                             "StreamsWordCount.java")], check=True, timeout=180)
+    return f"{out}:{jars}"
+
+
+def test_kafka_streams_word_count_with_the_streams_protocol(request, broker_kind, tmp_path, classpath):
+    broker = broker_for(request, broker_kind, tmp_path)
+    java = require_tool("java")
+    run = uuid.uuid4().hex[:8]
+    app = f"wordcount-{run}"
+    proc = subprocess.run([java, "-cp", classpath, "StreamsWordCount", broker.bootstrap, f"wc-in-{run}",
+                           f"wc-out-{run}", app, str(tmp_path / "state"), "2"],
+                          capture_output=True, text=True, timeout=240)
+    try:
+        assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
+        lines = proc.stdout.splitlines()
+        assert lines.count("STATE RUNNING") == 2, proc.stdout
+        counts = {line.split()[1]: int(line.split()[2]) for line in lines if line.startswith("COUNT ")}
+        assert counts == EXPECTED
+        # Two instances of two stream threads are four members; the topology has two subtopologies.
+        assert "GROUP Stable 4 2" in lines, proc.stdout
+        # Internal topics created by the broker with the input topic's partition count.
+        assert "TOPIC counts-changelog 2" in lines and "TOPIC counts-repartition 2" in lines, proc.stdout
+    finally:
+        if broker_kind == "minikafka":
+            broker.stop()
