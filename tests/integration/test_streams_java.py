@@ -48,7 +48,8 @@ def classpath(tmp_path_factory):
 @pytest.mark.parametrize("guarantee,instances", [("at_least_once", 1), ("exactly_once_v2", 2)])
 def test_kafka_streams_word_count_with_the_streams_protocol(request, broker_kind, tmp_path, classpath, guarantee,
                                                            instances):
-    broker = broker_for(request, broker_kind, tmp_path)
+    broker = broker_for(request, broker_kind, tmp_path, group_streams_heartbeat_interval_ms=500,
+                        group_streams_min_heartbeat_interval_ms=500, group_streams_initial_rebalance_delay_ms=0)
     java = require_tool("java")
     run = uuid.uuid4().hex[:8]
     app = f"wordcount-{run}"
