@@ -194,6 +194,11 @@ KAFKA_SETTINGS = {
     # Kafka-only bounds (minikafka has no such settings) that must allow the two values above.
     "group.consumer.min.heartbeat.interval.ms": "300",
     "group.consumer.min.session.timeout.ms": "6000",
+    # Streams groups (test_streams_java.py): members heartbeat every 500 ms and a new application gets
+    # its tasks at once, so that reconciliation takes seconds, not Kafka's 5 s per step.
+    "group.streams.heartbeat.interval.ms": "500",
+    "group.streams.min.heartbeat.interval.ms": "500",
+    "group.streams.initial.rebalance.delay.ms": "0",
     # Kafka looks for timed-out transactions every 10 s; minikafka aborts one at its deadline.
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
 }

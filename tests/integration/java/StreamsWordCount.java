@@ -14,7 +14,8 @@ import org.apache.kafka.streams.kstream.*;
  * A Kafka Streams 4.2 word count with group.protocol=streams (KIP-1071): the words go through a
  * repartition topic (groupBy) into a state store (count) with a changelog topic.
  *
- * args: bootstrap, input topic, output topic, application id, state dir[, instances (default 1)].  Produces
+ * args: bootstrap, input topic, output topic, application id, state dir[, instances (default 1)
+ * [, "exactly_once_v2" for transactions: offsets committed with TxnOffsetCommit]].  Produces
  * the input lines, runs the topology (in each of the instances, started one after the other: a second
  * instance takes tasks over from the first) until every word's final count has reached the output topic
  * (bounded) and every instance is RUNNING, then prints "STATE RUNNING" per instance, one "COUNT word n" line
@@ -29,6 +30,7 @@ public class StreamsWordCount {
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0], input = args[1], output = args[2], appId = args[3], stateDir = args[4];
         int instances = args.length > 5 ? Integer.parseInt(args[5]) : 1;
+        boolean exactlyOnce = args.length > 6 && args[6].equals("exactly_once_v2");
         Map<String, Long> expected = new TreeMap<>();
         for (String line : LINES) for (String w : line.split(" ")) expected.merge(w, 1L, Long::sum);
 
@@ -64,6 +66,7 @@ public class StreamsWordCount {
         sp.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, "0");
         sp.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, "2");
         sp.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
+        if (exactlyOnce) sp.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
 
         Map<String, Long> seen = new TreeMap<>();
         List<KafkaStreams> all = new ArrayList<>();
@@ -87,6 +90,7 @@ public class StreamsWordCount {
             cp.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
             cp.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
             cp.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, LongDeserializer.class.getName());
+            if (exactlyOnce) cp.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
             long deadline = System.currentTimeMillis() + 90_000;
             try (Consumer<String, Long> c = new KafkaConsumer<>(cp)) {
                 c.subscribe(List.of(output));
@@ -100,6 +104,12 @@ public class StreamsWordCount {
             for (KafkaStreams streams : all) System.out.println("STATE " + streams.state());
             for (Map.Entry<String, Long> e : seen.entrySet()) System.out.println("COUNT " + e.getKey() + " " + e.getValue());
             try (Admin admin = Admin.create(ap)) {
+                // The application's committed offsets of its input topic: every line consumed.
+                long committed = 0;
+                for (OffsetAndMetadata om : admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata()
+                        .get(30, TimeUnit.SECONDS).entrySet().stream().filter(e -> e.getKey().topic().equals(input))
+                        .map(Map.Entry::getValue).toList()) committed += om.offset();
+                System.out.println("COMMITTED " + committed);
                 // Members reconcile at their heartbeats: wait (bounded) for the group to settle.
                 StreamsGroupDescription d = admin.describeStreamsGroups(List.of(appId)).all().get(30, TimeUnit.SECONDS).get(appId);
                 long settle = System.currentTimeMillis() + 60_000;
