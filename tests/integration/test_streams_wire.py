@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import RawClient
+from conftest import RawClient, start_broker
 
 pytestmark = [pytest.mark.integration, pytest.mark.minikafka_only(reason=(
     "changes broker-wide switches (UpdateFeatures, rebalance protocols) and restarts the broker; "
@@ -97,8 +97,6 @@ def test_a_streams_group_survives_a_restart(broker_factory):
 def test_bounds_kafka_refuses_to_start_with(tmp_path):
     """A heartbeat interval not below the session timeout stops the broker at start-up, as Kafka's
     GroupCoordinatorConfig does."""
-    from conftest import start_broker
-
     with pytest.raises(Exception):
         broker = start_broker(tmp_path, group_streams_heartbeat_interval_ms=15000,
                               group_streams_session_timeout_ms=45000, group_streams_min_heartbeat_interval_ms=5000,
