@@ -48,7 +48,8 @@ A group type is one manager object, built in ``__init__`` with the shard as its 
 * ``group(group_id)`` - the lookup by id that makes the namespace (``group_type``), DeleteGroups and
   retention work; ``list_groups(states, types)`` (lower-case filters; skip itself when ``types`` is set
   and lacks its name), ``validate_delete_group(id)`` (an ErrorCode, or None when DeleteGroups may delete
-  it; called only for an id it holds) and ``group_tombstones(id)`` (the records that delete it);
+  it; asked for an id it holds, the classic manager also for an id nobody holds) and
+  ``group_tombstones(id)`` (the records that delete it);
   ``retention_candidates()`` and ``deletable_without_offsets(group)`` (a group whose offsets have all
   expired is deleted when this says so).  A group object answers ``offset_expiration_base()`` and
   ``is_subscribed_to_topic(topic)`` for the offsets manager (return None/False when not applicable);
@@ -61,6 +62,14 @@ A group type is one manager object, built in ``__init__`` with the shard as its 
   error (consumer groups: GROUP_ID_NOT_FOUND, "Group X is not a consumer group.").
 
 DescribeGroups describes classic groups only; ``apis`` names another type's id with ``group_type``.
+
+The routing lines of a new type, all in this class (its config comes through ``GroupCoordinator``)::
+
+    self.share = ShareGroupManager(self, share_config)                  # __init__
+    self.group_managers = (self.classic, self.consumer, self.share)     # __init__: records, ListGroups,
+                                                                         # DeleteGroups, retention, load
+    def share_group_heartbeat(self, request, **kw) -> dict:             # one per API
+        return self.execute(self.share.heartbeat(request, **kw))
 """
 
 from __future__ import annotations

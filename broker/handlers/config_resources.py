@@ -43,7 +43,7 @@ async def list_config_resources(ctx, body: dict) -> dict:
         resources.append((node, BROKER))
     if TOPIC in wanted:
         resources.extend((name, TOPIC) for name in sorted(broker.controller.topics))
-    return answer(0, [{"resource_name": name, "resource_type": rtype} for name, rtype in resources])
+    return answer(ErrorCode.NONE, [{"resource_name": name, "resource_type": rtype} for name, rtype in resources])
 
 
 def register(registry, broker) -> None:

@@ -83,7 +83,7 @@ async def create(ctx, body: dict) -> dict:
     if error:
         # The controller's refusal: its response keeps the message's defaults (0, "", empty).
         return _create_error(error, owner, requester, timestamps=0)
-    response = _create_error(0, owner, requester)
+    response = _create_error(ErrorCode.NONE, owner, requester)
     response.update(issue_timestamp_ms=token.issue_timestamp, expiry_timestamp_ms=token.expiry_timestamp,
                     max_timestamp_ms=token.max_timestamp, token_id=token.token_id, hmac=token.hmac)
     return response
@@ -129,7 +129,7 @@ async def describe(ctx, body: dict) -> dict:
         return answer(ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED, [])
     owners = body.get("owners")
     if owners is not None and not owners:
-        return answer(0, [])
+        return answer(ErrorCode.NONE, [])
     wanted = None if owners is None else [f"{o.get('principal_type')}:{o.get('principal_name')}" for o in owners]
     requester = _principal(ctx)
 
@@ -142,7 +142,7 @@ async def describe(ctx, body: dict) -> dict:
         return (az.authorize(ctx, az.DESCRIBE, az.DELEGATION_TOKEN, token.token_id)
                 or az.authorize(ctx, az.DESCRIBE_TOKENS, az.USER, token.owner))
 
-    return answer(0, [_described(t) for t in store.describe(eligible)])
+    return answer(ErrorCode.NONE, [_described(t) for t in store.describe(eligible)])
 
 
 def _schedule_sweep(broker) -> None:

@@ -47,7 +47,7 @@ async def handle_offset_for_leader_epoch(ctx, body: dict) -> dict:
     for topic in body.get("topics") or ():
         name = topic["topic"]
         if not az.authorize(ctx, az.DESCRIBE, az.TOPIC, name):  # issue 12
-            topics.append({"topic": name, "partitions": [_entry(p["partition"], 29)
+            topics.append({"topic": name, "partitions": [_entry(p["partition"], ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                                                          for p in topic.get("partitions") or ()]})
             continue
         topics.append({"topic": name, "partitions": [epoch_for(ctx.broker, name, p)

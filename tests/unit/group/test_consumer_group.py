@@ -458,3 +458,23 @@ def test_heartbeat_or_leave_for_a_group_that_does_not_exist():
     assert cg.hb("a", 3, group="nope")["error_code"] == E.GROUP_ID_NOT_FOUND
     assert cg.hb("a", -1, group="nope")["error_code"] == E.GROUP_ID_NOT_FOUND
     assert "nope" not in cg.shard.consumer.groups
+
+
+def test_offset_delete_of_a_consumer_group_spares_only_subscribed_topics():
+    """As Kafka 4.2 (tests/conformance corpus/tidy.py): a consumer group with members may lose the
+    offsets of topics no member subscribes to; a subscribed topic answers GROUP_SUBSCRIBED_TO_TOPIC."""
+    cg = _stable_pair(CG(topics={"t1": (T1, 6), "t2": (T2, 1)}))
+    commit = cg.shard.commit_offsets({"group_id": "g", "generation_id_or_member_epoch": 2, "member_id": "b",
+                                      "topics": [{"name": t, "partitions": [{"partition_index": 0,
+                                                                             "committed_offset": 4}]}
+                                                 for t in ("t1", "t2")]}, api_version=9)
+    assert {p["error_code"] for t in commit["topics"] for p in t["partitions"]} == {E.NONE}
+    response = cg.shard.delete_offsets({"group_id": "g", "topics": [
+        {"name": "t1", "partitions": [{"partition_index": 0}]}, {"name": "t2", "partitions": [{"partition_index": 0}]}]})
+    assert response["error_code"] == E.NONE
+    codes = {t["name"]: t["partitions"][0]["error_code"] for t in response["topics"]}
+    assert codes == {"t1": E.GROUP_SUBSCRIBED_TO_TOPIC, "t2": E.NONE}
+    fetched = cg.shard.fetch_offsets("g", [{"name": "t1", "partition_indexes": [0]},
+                                           {"name": "t2", "partition_indexes": [0]}])
+    assert [t["partitions"][0]["committed_offset"] for t in fetched["topics"]] == [4, -1]
+    assert cg.shard.delete_offsets({"group_id": "nope", "topics": []})["error_code"] == E.GROUP_ID_NOT_FOUND
