@@ -24,6 +24,8 @@ def test_serve_column():
     # ListConfigResources and the KIP-853 voter APIs
     expected.update({27: (1, 2), 38: (1, 3), 39: (1, 2), 40: (1, 2), 41: (1, 3), 64: (0, 0),
                      74: (0, 1), 80: (0, 1), 81: (0, 0)})
+    # issue 21 (share groups, the group side): ShareGroupHeartbeat and ShareGroupDescribe v1
+    expected.update({76: (1, 1), 77: (1, 1)})
     assert SERVE == expected
 
 
