@@ -33,4 +33,5 @@ HANDLER_MODULES: list[str] = [
     "minikafka.broker.handlers.kraft_membership",
     "minikafka.broker.handlers.config_resources",
     "minikafka.broker.handlers.write_txn_markers",
+    "minikafka.broker.share.fetch",  # ShareFetch/ShareAcknowledge (issue 21)
 ]
