@@ -123,7 +123,7 @@ def _quirk(api_key: int, body: dict) -> dict:
 # (protocol.specs_kafka4, golden bytes in test_specs_kafka4.py); issue 20's delegation-token,
 # UnregisterBroker and Raft-voter APIs (golden bytes in test_issue20_specs.py); issue 21's share
 # coordinator APIs 83-87 and 90-92 (exchanged with Kafka 4.2 in tests/conformance/corpus/share_state.py).
-OURS = {68, 69, 38, 39, 40, 41, 64, 80, 81, 76, 77, 83, 84, 85, 86, 87, 90, 91, 92}
+OURS = {68, 69, 38, 39, 40, 41, 64, 80, 81, 76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92}
 KAFKA4 = {key for key, _ in specs_kafka4.SPEC_BY_KEY}
 
 
