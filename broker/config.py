@@ -170,6 +170,18 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
     # Transactions (broker/txn): how often idle transactional ids are looked for.
     _s("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,
        "How often transactional ids idle longer than transactional.id.expiration.ms are removed."),
+    # The share coordinator (broker/share/state): Kafka 4.2's names and defaults (ShareCoordinatorConfig).
+    _s("share.coordinator.state.topic.num.partitions", "int", 50, "Partitions of __share_group_state.", True),
+    _s("share.coordinator.state.topic.replication.factor", "short", 1,
+       "Replication factor of __share_group_state (Kafka: 3; one node here).", True),
+    _s("share.coordinator.state.topic.min.isr", "short", 1, "min.insync.replicas of __share_group_state (Kafka: 2).", True),
+    _s("share.coordinator.state.topic.segment.bytes", "int", 104857600, "Segment size of __share_group_state.", True),
+    _s("share.coordinator.snapshot.update.records.per.snapshot", "int", 500,
+       "ShareUpdate records written between two ShareSnapshot records of a share partition (0-500).", True),
+    _s("share.coordinator.state.topic.prune.interval.ms", "int", 300000,
+       "How often __share_group_state is pruned below the oldest record still needed.", True),
+    _s("share.coordinator.cold.partition.snapshot.interval.ms", "int", 300000,
+       "How long a share partition may go without a snapshot before one is written.", True),
     _s("producer.id.expiration.ms", "int", 86400000, "How long an idle idempotent producer's state is kept."),
     _s("delete.topic.enable", "boolean", True, "Whether DeleteTopics is allowed."),
     _s("replica.fetch.max.bytes", "int", 1048576, "Reported only."),

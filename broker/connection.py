@@ -186,6 +186,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.client_host = "?"
         self.client_id: str | None = None
         self.closed = False
+        # Called once when the connection is lost (share sessions release their records).
+        self.on_lost: list[Callable[[], None]] = []
         self._reading_paused = False
         self._writing_paused = False
         self._muted = False  # a client quota's throttle (KIP-219): not read until it ends
@@ -226,6 +228,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not self.closed:
             self.closed = True
         self.broker.connections.discard(self)
+        hooks, self.on_lost = self.on_lost, []
+        for hook in hooks:
+            try:
+                hook()
+            except Exception:
+                log.error("connection-lost hook failed", exc_info=True)
         # Handlers still running finish on their own (a parked JoinGroup must not be torn down
         # just because its socket died); their responses are dropped.
         self._drop_pending()

@@ -13,6 +13,8 @@ Operations (params in brackets, ? optional):
 * ``partitions.stall`` / ``partitions.release`` [topic, partition]
 * ``groups.expire`` [group, member_id?]   ``groups.rebalance`` [group]   ``groups.describe`` [group]
 * ``clock.advance`` [ms]   ``clock.now``
+* ``share.expire_lock`` [group, topic, partition, offset]: the acquisition lock holding that record
+  expires now (its records become available again, or archived at the delivery limit)
 * ``wait.group`` [group, state?, members?, timeout_ms?]   ``wait.hwm`` [topic, partition, offset,
   timeout_ms?]   ``wait.topic`` [topic, timeout_ms?]
 * ``topics.create`` [topic, partitions?, configs?]   ``seed`` [items: seed lines as objects]
@@ -192,6 +194,19 @@ async def clock_advance(broker, params: dict) -> dict:
     return {"now_ms": now, "offset_ms": broker.clock.offset_ms}
 
 
+async def share_expire_lock(broker, params: dict) -> dict:
+    from .share import view
+
+    group = _req(params, "group", str)
+    topic, partition = _partition(broker, params)
+    offset = _req(params, "offset", int, lo=0, hi=2**63 - 1)
+    if not view.expire_lock(broker, group, topic, partition, offset):
+        raise NotFound(f"no acquisition lock holds {topic}-{partition} offset {offset} in share group {group!r}")
+    log.warning("control: expired the acquisition lock of %s-%d offset %d in share group %s",
+                topic, partition, offset, group)
+    return {"group": group, "topic": topic, "partition": partition, "offset": offset, "expired": True}
+
+
 async def clock_now(broker, params: dict) -> dict:
     return {"now_ms": broker.now_ms(), "offset_ms": broker.clock.offset_ms}
 
@@ -290,7 +305,7 @@ OPERATIONS: dict[str, Callable[[Any, dict], Awaitable[dict]]] = {
     "faults.release": faults_release, "reset": reset,
     "partitions.stall": partitions_stall, "partitions.release": partitions_release,
     "groups.expire": groups_expire, "groups.rebalance": groups_rebalance, "groups.describe": groups_describe,
-    "clock.advance": clock_advance, "clock.now": clock_now,
+    "clock.advance": clock_advance, "clock.now": clock_now, "share.expire_lock": share_expire_lock,
     "wait.group": wait_group, "wait.hwm": wait_hwm, "wait.topic": wait_topic,
     "topics.create": topics_create, "seed": seed, "coordinator.ready": coordinator_ready,
 }

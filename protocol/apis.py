@@ -92,8 +92,18 @@ SERVE: dict[int, tuple[int, int]] = {
     75: (0, 0),  # DescribeTopicPartitions
     76: (1, 1),  # ShareGroupHeartbeat (KIP-932, issue 21; v0 was Kafka 4.0's early access)
     77: (1, 1),  # ShareGroupDescribe (KIP-932, issue 21)
+    78: (1, 2),  # ShareFetch (issue 21, KIP-932; v0 was Kafka 4.0's early access)
+    79: (1, 2),  # ShareAcknowledge (issue 21, KIP-932)
     80: (0, 1),  # AddRaftVoter (issue 20, KIP-853)
     81: (0, 0),  # RemoveRaftVoter (issue 20, KIP-853)
+    83: (0, 0),  # InitializeShareGroupState (issue 21, KIP-932: the share coordinator)
+    84: (0, 0),  # ReadShareGroupState
+    85: (0, 1),  # WriteShareGroupState
+    86: (0, 0),  # DeleteShareGroupState
+    87: (0, 1),  # ReadShareGroupStateSummary
+    90: (0, 1),  # DescribeShareGroupOffsets (issue 21)
+    91: (0, 0),  # AlterShareGroupOffsets
+    92: (0, 0),  # DeleteShareGroupOffsets
 }
 
 Handler = Callable[..., Any]

@@ -127,11 +127,11 @@ async def find_coordinator(ctx, body: dict) -> dict:
             error = _ensure_txn_coordinator(ctx.broker)
         elif key_type == SHARE_KEY and ctx.api_version >= 6 and _share_key_valid(key):
             # KIP-932 (v6): the share coordinator of "group:topicId:partition"; brokers ask it,
-            # so it needs CLUSTER_ACTION.
-            # Kafka answers COORDINATOR_NOT_AVAILABLE until its share coordinator has loaded
-            # __share_group_state; minikafka has no share coordinator (share groups are their own
-            # issue), so that is its answer for good.
-            error = ErrorCode.COORDINATOR_NOT_AVAILABLE if az.authorize(ctx, az.CLUSTER_ACTION, az.CLUSTER) \
+            # so it needs CLUSTER_ACTION.  broker/share/state/apis.py answers (the first one creates
+            # __share_group_state and answers COORDINATOR_NOT_AVAILABLE, as Kafka).
+            from ..share.state.apis import find_coordinator_error
+
+            error = find_coordinator_error(ctx.broker, key) if az.authorize(ctx, az.CLUSTER_ACTION, az.CLUSTER) \
                 else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
             message = ""
         elif key_type == SHARE_KEY:
@@ -163,17 +163,9 @@ SHARE_KEY = 2
 
 def _share_key_valid(key: str) -> bool:
     """A share coordinator key as Kafka's SharePartitionKey reads it: group:topicId:partition."""
-    import base64
+    from ..share.state.coordinator import parse_coordinator_key
 
-    parts = (key or "").split(":")
-    if len(parts) != 3 or not parts[0]:
-        return False
-    try:
-        topic_id = base64.urlsafe_b64decode(parts[1] + "==")
-        int(parts[2])
-    except ValueError:
-        return False
-    return len(parts[1]) == 22 and len(topic_id) == 16
+    return parse_coordinator_key(key) is not None
 
 
 def _ensure_txn_coordinator(broker) -> ErrorCode:

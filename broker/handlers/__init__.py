@@ -25,6 +25,7 @@ HANDLER_MODULES: list[str] = [
     "minikafka.broker.txn.apis",  # before group.apis: TxnOffsetCommit needs broker.txn_coordinator
     "minikafka.broker.group.apis",
     "minikafka.broker.share.apis",  # share groups (KIP-932): ShareGroupHeartbeat/Describe
+    "minikafka.broker.share.state.apis",  # the share coordinator (__share_group_state), APIs 83-87, 90-92
     "minikafka.broker.handlers.sasl",
     "minikafka.broker.handlers.scram_credentials",
     "minikafka.broker.handlers.acls",
@@ -32,4 +33,5 @@ HANDLER_MODULES: list[str] = [
     "minikafka.broker.handlers.kraft_membership",
     "minikafka.broker.handlers.config_resources",
     "minikafka.broker.handlers.write_txn_markers",
+    "minikafka.broker.share.fetch",  # ShareFetch/ShareAcknowledge (issue 21)
 ]

@@ -88,21 +88,56 @@ def share_config(broker, group_id: str) -> dict[str, Any]:
 
 def on_member_leave(broker, group_id: str, member_id: str) -> None:
     """A member left or was fenced: release every record it holds acquired."""
+    m = getattr(broker, "share_fetch", None)
+    if m is not None:
+        m.release_member(group_id, member_id)
 
 
 def forget_group(broker, group_id: str) -> None:
     """The group was deleted: drop its cached share partitions."""
+    m = getattr(broker, "share_fetch", None)
+    if m is not None:
+        m.forget_group(group_id)
 
 
 def partition_summaries(broker, group_id: str) -> list[dict]:
     """Per share partition of the group: topic, partition, start_offset, in_flight, acquired, archived, lag."""
-    return []
+    m = getattr(broker, "share_fetch", None)
+    if m is None:
+        return []
+    out = []
+    for sp in sorted(m.of_group(group_id), key=lambda p: (p.topic, p.partition)):
+        counts = sp.counts()
+        try:
+            log_end = broker.controller.log(sp.topic, sp.partition).high_watermark
+        except Exception:
+            log_end = sp.next_offset
+        out.append({"topic": sp.topic, "partition": sp.partition, "start_offset": sp.start_offset,
+                    "in_flight": sp.in_flight(), "acquired": counts["acquired"],
+                    "archived": counts["archived"], "lag": sp.lag(log_end)})
+    return out
+
+
+def expire_lock(broker, group_id: str, topic: str, partition: int, offset: int) -> bool:
+    """Expire the acquisition lock that holds ``offset`` now (the control API); False if none does."""
+    m = getattr(broker, "share_fetch", None)
+    if m is None:
+        return False
+    for sp in m.of_group(group_id):
+        if sp.topic == topic and sp.partition == partition:
+            return sp.expire_lock(offset)
+    return False
 
 
 # -- answered by the share coordinator ------------------------------------------------------------
 
 def persister(broker):
-    """The SharePersister that keeps share-partition state durable (``persister.MemoryPersister`` until wired)."""
+    """The SharePersister that keeps share-partition state durable: the share coordinator over
+    ``__share_group_state`` (broker/share/state), which creates that topic on first use.  A stand-in
+    broker without the share coordinator (unit tests of share partitions) gets a ``MemoryPersister``."""
+    service = getattr(broker, "share_state", None)
+    if service is not None:
+        return service.persister()
     state = getattr(broker, "_share_memory_persister", None)
     if state is None:
         from .persister import MemoryPersister

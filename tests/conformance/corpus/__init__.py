@@ -1,3 +1,3 @@
 """The scenarios, by area; importing this package registers them all (engine.SCENARIOS)."""
 
-from . import core, groups, txn, admin, acls, issue20, share_group  # noqa: F401
+from . import core, groups, txn, admin, acls, issue20, share_group, share_state, share_fetch  # noqa: F401

@@ -24,8 +24,11 @@ def test_serve_column():
     # ListConfigResources and the KIP-853 voter APIs
     expected.update({27: (1, 2), 38: (1, 3), 39: (1, 2), 40: (1, 2), 41: (1, 3), 64: (0, 0),
                      74: (0, 1), 80: (0, 1), 81: (0, 0)})
-    # issue 21 (share groups, the group side): ShareGroupHeartbeat and ShareGroupDescribe v1
-    expected.update({76: (1, 1), 77: (1, 1)})
+    # issue 21, the share coordinator: the share-group-state RPCs and the share-group offsets admin APIs
+    # (76/77 ShareGroupHeartbeat/Describe and 78/79 ShareFetch/ShareAcknowledge come from the
+    # share-group and share-fetch branches, merged here)
+    expected.update({76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1), 90: (0, 1), 91: (0, 0),
+                     92: (0, 0)})
     assert SERVE == expected
 
 
