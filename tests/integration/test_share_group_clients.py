@@ -140,7 +140,8 @@ def test_share_groups_in_the_console_metrics_and_control_api(tmp_path):
     import urllib.error
     import urllib.request
 
-    broker = start_broker(tmp_path, http_port=0, http_control_enable="true", group_share_heartbeat_interval_ms=500)
+    broker = start_broker(tmp_path, http_port=0, http_control_enable="true",
+                          group_share_heartbeat_interval_ms=500, group_share_min_heartbeat_interval_ms=500)
     http = "http://127.0.0.1:" + re.search(r"http on [^:\s]+:(\d+)", broker.read_log()).group(1)
 
     def get(path):
