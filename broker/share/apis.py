@@ -164,5 +164,10 @@ def _failed(group_id: str, code: ErrorCode) -> dict:
 
 
 def register(registry, broker) -> None:
+    config = getattr(broker, "config", None)
+    if config is not None:
+        from .group_manager import validate_broker_settings
+
+        validate_broker_settings(config)  # contradicting group.share.* settings: no start, as Kafka
     registry.register(SHARE_GROUP_HEARTBEAT, 1, 1, share_group_heartbeat)
     registry.register(SHARE_GROUP_DESCRIBE, 1, 1, share_group_describe)

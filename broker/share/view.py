@@ -63,8 +63,19 @@ def share_config(broker, group_id: str) -> dict[str, Any]:
         "share.session.timeout.ms": int(get("group.share.session.timeout.ms", 45000)),
         "share.heartbeat.interval.ms": int(get("group.share.heartbeat.interval.ms", 5000)),
     }
-    # GROUP config resources (DescribeConfigs/IncrementalAlterConfigs on a group) override these when
-    # the broker keeps them: ``broker.group_configs(group_id)`` -> {name: value}.
+    # GROUP config resources (DescribeConfigs/IncrementalAlterConfigs on a group, broker/group_configs.py
+    # where the broker has it) override these ...
+    try:
+        from minikafka.broker import group_configs
+    except ImportError:  # a broker without GROUP config resources
+        group_configs = None
+    if group_configs is not None and getattr(broker, "controller", None) is not None:
+        effective = group_configs.effective(broker, group_id)
+        for name in ("share.record.lock.duration.ms", "share.auto.offset.reset", "share.isolation.level",
+                     "share.session.timeout.ms", "share.heartbeat.interval.ms"):
+            if effective.get(name) is not None:
+                out[name] = type(out[name])(effective[name])
+    # ... and a test's stand-in, ``broker.group_configs(group_id)`` -> {name: value}, over those.
     overrides = getattr(broker, "group_configs", None)
     if callable(overrides):
         for name, value in (overrides(group_id) or {}).items():

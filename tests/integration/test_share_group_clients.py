@@ -140,7 +140,8 @@ def test_share_groups_in_the_console_metrics_and_control_api(tmp_path):
     import urllib.error
     import urllib.request
 
-    broker = start_broker(tmp_path, http_port=0, http_control_enable="true", group_share_heartbeat_interval_ms=500)
+    broker = start_broker(tmp_path, http_port=0, http_control_enable="true",
+                          group_share_heartbeat_interval_ms=500, group_share_min_heartbeat_interval_ms=500)
     http = "http://127.0.0.1:" + re.search(r"http on [^:\s]+:(\d+)", broker.read_log()).group(1)
 
     def get(path):
@@ -231,5 +232,70 @@ def test_share_version_0_turns_share_groups_off_and_1_on_again(tmp_path):
             assert raw.request(57, 1, update)["error_code"] == 0
             answer = raw.request(76, 1, join)
             assert (answer["error_code"], answer["member_epoch"]) == (0, 1)
+    finally:
+        broker.stop()
+
+
+@pytest.mark.minikafka_only(reason="minikafka's HTTP API (share partitions' counts) and control API")
+def test_records_consumed_by_a_share_group_show_in_its_description_and_metrics(tmp_path):
+    """End to end with the share partitions: records consumed and accepted move the share-partition
+    start offset; a member expired through the control API leaves its acquired records available."""
+    import json
+    import re
+    import urllib.request
+
+    from confluent_kafka import Producer
+
+    broker = start_broker(tmp_path, http_port=0, http_control_enable="true",
+                          group_share_heartbeat_interval_ms=500, group_share_min_heartbeat_interval_ms=500)
+    http = "http://127.0.0.1:" + re.search(r"http on [^:\s]+:(\d+)", broker.read_log()).group(1)
+
+    def post(path, body):
+        req = urllib.request.Request(http + path, data=json.dumps(body).encode(), method="POST")
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return json.loads(resp.read())
+
+    topic = f"share-{uuid.uuid4().hex[:8]}"
+    group = f"sg-{uuid.uuid4().hex[:8]}"
+    try:
+        create_topic(broker.bootstrap, topic, 1)
+        member = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                                "share.acknowledgement.mode": "explicit"})
+        member.subscribe([topic])
+        try:
+            poll_until([member], lambda: list(assignments(broker, group).values()) == [{0}], "the assignment")
+            # share.auto.offset.reset is latest: produce once the share partition has started.
+            producer = Producer({"bootstrap.servers": broker.bootstrap})
+            got = []
+
+            def consumed():
+                got.extend(m for m in member.poll(0.2) if m.error() is None)
+                return len(got) >= 4
+
+            for i in range(4):
+                producer.produce(topic, value=b"v%d" % i, partition=0)
+            producer.flush(10)
+            wait_until(consumed, timeout=WAIT, what="four records", interval=0)
+            for msg in got[:3]:
+                member.acknowledge(msg)  # accept three, keep the fourth acquired
+            member.commit_sync()
+
+            def partition():
+                rows = post("/control/share.groups.describe", {"group": group})["partitions"]
+                return rows[0] if rows else {}
+            wait_until(lambda: partition().get("start_offset") == 3 and partition().get("acquired") == 1,
+                       timeout=WAIT, what="three accepted, one acquired")
+            row = partition()
+            assert (row["in_flight"], row["archived"], row["lag"]) == (1, 0, 1)
+            text = urllib.request.urlopen(http + "/metrics", timeout=10).read().decode()
+            labels = f'sharegroup="{group}",topic="{topic}"'
+            assert f'kafka_sharegroup_records_in_flight{{partition="0",{labels}}} 1.0' in text
+            assert f'kafka_sharegroup_start_offset{{partition="0",{labels}}} 3.0' in text
+            # Expiring the member releases what it holds: the fourth record is available again.
+            (m,) = post("/control/share.groups.describe", {"group": group})["members"]
+            post("/control/share.groups.expire", {"group": group, "member_id": m["member_id"]})
+            wait_until(lambda: partition().get("acquired") == 0, timeout=5, what="the record released")
+        finally:
+            member.close()
     finally:
         broker.stop()

@@ -185,3 +185,40 @@ def share_group_offsets_admin(ctx):
         label="alter, non-empty group")
     ctx.call(92, 0, {"group_id": busy, "topics": [{"topic_name": topic}]}, label="delete, non-empty group")
     ctx.call(90, 1, {"groups": [{"group_id": busy, "topics": None}]}, label="describe, a member's group")
+
+
+@scenario(profile="acl")
+def share_group_offsets_acl(ctx):
+    """Describe/Alter/DeleteShareGroupOffsets with groups and topics the principal may not use:
+    GROUP_AUTHORIZATION_FAILED for the group, TOPIC_AUTHORIZATION_FAILED per topic."""
+    from .acls import ALL, DENY, GROUP, PREFIXED, TOPIC, _binding
+
+    denied_topic, open_topic = ctx.name("dt"), ctx.name("ot")
+    denied_group, group = ctx.name("dg"), ctx.name("g")
+    create_topic(ctx, denied_topic)
+    create_topic(ctx, open_topic)
+    find_coordinator(ctx, group)
+    find_coordinator(ctx, denied_group)
+    out = ctx.call(30, 3, {"creations": [_binding(TOPIC, denied_topic, PREFIXED, ALL, DENY),
+                                         _binding(GROUP, denied_group, PREFIXED, ALL, DENY)]},
+                   label="create deny ACLs")
+    assert out.kind == "response"
+    ctx.setup(3, 12, {"topics": [{"name": denied_topic, "topic_id": None}], "allow_auto_topic_creation": False},
+              expect=lambda o: ok(o) and o["topics"][0]["error_code"] == 29, retries=80)
+    ctx.setup(15, 5, {"groups": [denied_group], "include_authorized_operations": False}, retries=80,
+              expect=lambda o: ok(o) and o["groups"][0]["error_code"] == 30)
+    for v in ctx.versions(90):
+        ctx.call(90, v, {"groups": [{"group_id": denied_group, "topics": None},
+                                    {"group_id": group, "topics": [{"topic_name": denied_topic, "partitions": [0]},
+                                                                   {"topic_name": open_topic, "partitions": [0]}]}]},
+                 label="denied group, denied topic")
+    ctx.call(91, 0, {"group_id": denied_group, "topics": []}, label="alter, denied group")
+    ctx.call(91, 0, {"group_id": group, "topics": [
+        {"topic_name": denied_topic, "partitions": [{"partition_index": 0, "start_offset": 0}]},
+        {"topic_name": open_topic, "partitions": [{"partition_index": 0, "start_offset": 0}]}]},
+        label="alter, denied topic")
+    for v in ctx.versions(90):
+        ctx.call(90, v, {"groups": [{"group_id": group, "topics": None}]}, label="all topics, denied one left out")
+    ctx.call(92, 0, {"group_id": denied_group, "topics": [{"topic_name": open_topic}]}, label="delete, denied group")
+    ctx.call(92, 0, {"group_id": group, "topics": [{"topic_name": denied_topic}, {"topic_name": open_topic}]},
+             label="delete, denied topic")

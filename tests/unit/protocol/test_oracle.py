@@ -121,8 +121,10 @@ def _quirk(api_key: int, body: dict) -> dict:
 # APIs whose specs kafka-python does not ship have no oracle here: KIP-848 68/69
 # (protocol/schemas/, checked byte by byte in test_consumer_group_specs.py) and the KIP-714 pair
 # (protocol.specs_kafka4, golden bytes in test_specs_kafka4.py); issue 20's delegation-token,
-# UnregisterBroker and Raft-voter APIs (golden bytes in test_issue20_specs.py), KIP-1071's 88-89; issue 21's share groups (76-79) and share
-# coordinator APIs 83-87 and 90-92 (exchanged with Kafka 4.2 in tests/conformance/corpus/share_state.py).
+# UnregisterBroker and Raft-voter APIs (golden bytes in test_issue20_specs.py), KIP-1071's 88-89
+# (tests/unit/streams/test_streams_specs.py); issue 21's share coordinator APIs 83-87 and 90-92
+# (exchanged with Kafka 4.2 in tests/conformance/corpus/share_state.py); ShareGroupHeartbeat/Describe
+# 76/77 against Kafka 4.2.2 frames in tests/unit/share/test_share_specs.py; ShareFetch/ShareAcknowledge 78/79.
 OURS = {68, 69, 38, 39, 40, 41, 64, 80, 81, 88, 89, 76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92}
 KAFKA4 = {key for key, _ in specs_kafka4.SPEC_BY_KEY}
 

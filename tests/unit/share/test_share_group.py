@@ -269,3 +269,27 @@ def test_simple_assignor_balances_and_shares(members, partitions):
     assert max(per_member) - min(per_member) <= 1  # balanced
     # Sticky: the same input keeps the same answer.
     assert simple_assign(subs, {T1: set(range(partitions))}, out) == out
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({}, None),
+    ({"group.share.heartbeat.interval.ms": "50000"},
+     "group.share.heartbeat.interval.ms must be less than or equal to group.share.max.heartbeat.interval.ms"),
+    ({"group.share.session.timeout.ms": "1000"},
+     "group.share.session.timeout.ms must be greater than or equal to group.share.min.session.timeout.ms"),
+    ({"group.share.min.session.timeout.ms": "1000", "group.share.session.timeout.ms": "4000"},
+     "group.share.heartbeat.interval.ms must be less than group.share.session.timeout.ms"),
+    ({"group.share.max.size": "1001"}, "Invalid value 1001 for configuration group.share.max.size"),
+    ({"group.share.assignors": "simple,other"}, "group.share.assignors must contain exactly one assignor, but found 2"),
+])
+def test_contradicting_share_settings_stop_the_broker(overrides, message):
+    from minikafka.broker.config import BrokerConfig
+    from minikafka.broker.share.group_manager import ShareConfigError, validate_broker_settings
+
+    config = BrokerConfig.load(environ={}, overrides=overrides)
+    if message is None:
+        validate_broker_settings(config)
+        assert ShareConfig.from_broker_config(config) == ShareConfig()  # Kafka 4.2's defaults
+    else:
+        with pytest.raises(ShareConfigError, match=message):
+            validate_broker_settings(config)
