@@ -391,3 +391,5 @@ def test_any_sequence_replays_to_the_same_state(ops, per_snapshot):
     assert got == model
     again, _ = make(logs, per_snapshot=per_snapshot)
     assert states(again) == states(c)
+    for a, b in zip(again.shards, c.shards):  # the epochs and update counts a restart remembers
+        assert (a.leader_epochs, a.state_epochs, a.update_counts) == (b.leader_epochs, b.state_epochs, b.update_counts)
