@@ -544,14 +544,18 @@ async def alter_share_group_offsets(ctx, body: dict) -> dict:
 
 
 def _group_epoch(broker, group_id: str) -> int:
-    """The state epoch Kafka initializes altered partitions with: the share group's epoch."""
+    """The state epoch Kafka initializes altered partitions with: the share group's epoch (0 for a
+    group the alter creates).  Read through ``view.share_group_epoch`` when the group side offers it,
+    else from the group side's manager on the group's shard (``shard.share.groups``)."""
     epoch = getattr(view, "share_group_epoch", None)
     if epoch is not None:
-        try:
-            return int(epoch(broker, group_id))
-        except Exception:
-            return 0
-    return 0
+        return int(epoch(broker, group_id))
+    coordinator = getattr(broker, "group_coordinator", None)
+    try:
+        group = coordinator.shard_for(group_id).share.groups.get(group_id)
+    except AttributeError:
+        return 0
+    return int(getattr(group, "group_epoch", 0)) if group is not None else 0
 
 
 def _other_group_type(broker, group_id: str) -> bool:

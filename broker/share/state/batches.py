@@ -7,8 +7,9 @@ neighbouring offsets with the same (count, state) form one batch.  A share parti
 move up that order (a delivery count grows when a record is acquired; ACKNOWLEDGED 2 and ARCHIVED 4 rank
 above AVAILABLE 0), so combining a write with the state so far never undoes a later change.
 
-The result is sorted and non-overlapping.  ``combine`` is a sweep over the batch boundaries:
-O(n log n) in the number of batches, whatever the offsets.
+The result is sorted and non-overlapping.  Lists that already are (the state so far, and a share
+partition's write) are combined in one linear pass; any other list is first put in that form by a
+sweep over its batch boundaries (O(n log n) in the number of batches, whatever the offsets).
 """
 
 from __future__ import annotations
@@ -20,19 +21,100 @@ from .records import Batch
 
 
 def combine(so_far: Iterable[Batch], new: Iterable[Batch], start_offset: int) -> list[Batch]:
-    batches = []
-    for b in list(so_far) + list(new):
+    a = _pruned(so_far, start_offset)
+    b = _pruned(new, start_offset)
+    if not _ordered(a):
+        a = _sweep(a)
+    if not _ordered(b):
+        b = _sweep(b)
+    if not a:
+        return _coalesced(b)
+    if not b:
+        return _coalesced(a)
+    return _merge(a, b)
+
+
+def _pruned(batches: Iterable[Batch], start_offset: int) -> list[Batch]:
+    out = []
+    for b in batches:
         if start_offset != -1:
             if b.last_offset < start_offset:
                 continue
             if b.first_offset < start_offset:
                 b = Batch(start_offset, b.last_offset, b.delivery_state, b.delivery_count)
         if b.first_offset <= b.last_offset:
-            batches.append(b)
+            out.append(b)
+    return out
+
+
+def _ordered(batches: list[Batch]) -> bool:
+    """Sorted and non-overlapping (what every combined list, and a share partition's write, is)."""
+    return all(x.last_offset < y.first_offset for x, y in zip(batches, batches[1:]))
+
+
+def _coalesced(batches: list[Batch]) -> list[Batch]:
+    out: list[Batch] = []
+    for b in batches:
+        _emit(out, b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+    return out
+
+
+def _emit(out: list[Batch], first: int, last: int, state: int, count: int) -> None:
+    if out:
+        prev = out[-1]
+        if prev.last_offset + 1 == first and prev.delivery_count == count and prev.delivery_state == state:
+            out[-1] = Batch(prev.first_offset, last, state, count)
+            return
+    out.append(Batch(first, last, state, count))
+
+
+def _merge(a: list[Batch], b: list[Batch]) -> list[Batch]:
+    """Two sorted, non-overlapping lists: one pass, the better (count, state) where they overlap."""
+    out: list[Batch] = []
+    i = j = 0
+    ha, hb = a[0], b[0]
+    while ha is not None or hb is not None:
+        if hb is None or (ha is not None and ha.last_offset < hb.first_offset):
+            _emit(out, ha.first_offset, ha.last_offset, ha.delivery_state, ha.delivery_count)
+            i += 1
+            ha = a[i] if i < len(a) else None
+            continue
+        if ha is None or hb.last_offset < ha.first_offset:
+            _emit(out, hb.first_offset, hb.last_offset, hb.delivery_state, hb.delivery_count)
+            j += 1
+            hb = b[j] if j < len(b) else None
+            continue
+        # they overlap: first the part only one of them covers, then the common part
+        if ha.first_offset != hb.first_offset:
+            lo, hi = (ha, hb) if ha.first_offset < hb.first_offset else (hb, ha)
+            _emit(out, lo.first_offset, hi.first_offset - 1, lo.delivery_state, lo.delivery_count)
+            rest = Batch(hi.first_offset, lo.last_offset, lo.delivery_state, lo.delivery_count)
+            if lo is ha:
+                ha = rest
+            else:
+                hb = rest
+            continue
+        end = min(ha.last_offset, hb.last_offset)
+        win = ha if (ha.delivery_count, ha.delivery_state) >= (hb.delivery_count, hb.delivery_state) else hb
+        _emit(out, ha.first_offset, end, win.delivery_state, win.delivery_count)
+        if ha.last_offset > end:
+            ha = Batch(end + 1, ha.last_offset, ha.delivery_state, ha.delivery_count)
+        else:
+            i += 1
+            ha = a[i] if i < len(a) else None
+        if hb.last_offset > end:
+            hb = Batch(end + 1, hb.last_offset, hb.delivery_state, hb.delivery_count)
+        else:
+            j += 1
+            hb = b[j] if j < len(b) else None
+    return out
+
+
+def _sweep(batches: list[Batch]) -> list[Batch]:
+    """Any list (unsorted, overlapping): a sweep over its boundaries, the best open batch winning."""
     if len(batches) < 2:
-        return batches
-    # Sweep: at each boundary the winner is the best batch still open.
-    batches.sort(key=lambda b: b.first_offset)
+        return list(batches)
+    batches = sorted(batches, key=lambda b: b.first_offset)
     points = sorted({b.first_offset for b in batches} | {b.last_offset + 1 for b in batches})
     out: list[Batch] = []
     heap: list[tuple[int, int, int, int]] = []  # (-count, -state, -last, index)
@@ -44,13 +126,6 @@ def combine(so_far: Iterable[Batch], new: Iterable[Batch], start_offset: int) ->
             i += 1
         while heap and -heap[0][2] < lo:
             heapq.heappop(heap)
-        if not heap:
-            continue
-        count, state = -heap[0][0], -heap[0][1]
-        last = hi - 1
-        if out and out[-1].last_offset + 1 == lo and out[-1].delivery_count == count \
-                and out[-1].delivery_state == state:
-            out[-1] = Batch(out[-1].first_offset, last, state, count)
-        else:
-            out.append(Batch(lo, last, state, count))
+        if heap:
+            _emit(out, lo, hi - 1, -heap[0][1], -heap[0][0])
     return out

@@ -27,6 +27,7 @@ partition's latest snapshot is at or after it): the coordinator deletes the log 
 from __future__ import annotations
 
 import logging
+import struct
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Optional, Protocol
 
@@ -45,6 +46,9 @@ MSG_UNKNOWN_TOPIC = "This server does not host this topic-partition."
 MSG_FENCED_LEADER_EPOCH = "The leader epoch in the request is older than the epoch on the broker."
 MSG_FENCED_STATE_EPOCH = ("The share coordinator rejected the request because the share-group state "
                           "epoch did not match.")
+
+# A ShareUpdateValue: int16 version, int32 snapshot epoch, then the int32 leader epoch.
+_LEADER_EPOCH = struct.Struct(">i")
 
 # (record type, key, value or None) as appended to the log
 Record = tuple[int, StateKey, Optional[ShareValue]]
@@ -134,20 +138,36 @@ class ShareStateShard:
         return None if value is None or value <= 0 else value
 
     def load(self) -> None:
+        """Replay the log.  An update followed later by a snapshot of the same share partition is
+        superseded: only its bookkeeping is replayed (the update count and the leader epoch, read
+        from its fixed place in the value), not its batches, so a restart costs one combine per
+        update written since each partition's last snapshot, whatever the log holds before it."""
         self.states.clear()
         self.leader_epochs.clear()
         self.state_epochs.clear()
         self.update_counts.clear()
         self._snapshot_offsets.clear()
         self._redundant = None
+        last_snapshot: dict[StateKey, int] = {}
+        for offset, raw_key, _ in self.log.iter_records():
+            try:
+                decoded = decode_key(raw_key)
+            except CorruptRecordError:
+                continue
+            if decoded is not None and decoded[0] == SNAPSHOT:
+                last_snapshot[decoded[1]] = offset
         for offset, raw_key, raw_value in self.log.iter_records():
             try:
                 decoded = decode_key(raw_key)
                 if decoded is None:
                     continue
                 kind, key = decoded
+                if kind == UPDATE and raw_value is not None and offset < last_snapshot.get(key, -1):
+                    self._raise(self.leader_epochs, key, _LEADER_EPOCH.unpack_from(raw_value, 6)[0])
+                    self.update_counts[key] = self.update_counts.get(key, 0) + 1
+                    continue
                 value = decode_value(kind, raw_value)
-            except CorruptRecordError as exc:
+            except (CorruptRecordError, struct.error) as exc:
                 log.warning("__share_group_state-%d: skipping record at %d: %s", self.partition, offset, exc)
                 continue
             self.replay(offset, kind, key, value)

@@ -196,7 +196,8 @@ def share_group_offsets_acl(ctx):
     denied_topic, open_topic = ctx.name("dt"), ctx.name("ot")
     denied_group, group = ctx.name("dg"), ctx.name("g")
     create_topic(ctx, denied_topic)
-    create_topic(ctx, open_topic)
+    open_id = create_topic(ctx, open_topic)
+    share_coordinator(ctx, group, open_id)  # Kafka reads offsets through its share coordinator
     find_coordinator(ctx, group)
     find_coordinator(ctx, denied_group)
     out = ctx.call(30, 3, {"creations": [_binding(TOPIC, denied_topic, PREFIXED, ALL, DENY),

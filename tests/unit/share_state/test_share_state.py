@@ -134,6 +134,17 @@ def test_combine_is_the_best_state_per_offset(so_far, new, start):
             assert (a.delivery_count, a.delivery_state) != (b.delivery_count, b.delivery_state)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(batch_st, max_size=8), st.lists(batch_st, max_size=8), st.integers(-1, 30))
+def test_combine_of_sorted_lists_takes_the_linear_path_with_the_same_answer(so_far, new, start):
+    from minikafka.broker.share.state import batches as mod
+
+    a, b = combine([], so_far, -1), combine([], new, -1)  # sorted, disjoint
+    assert mod._ordered(a) and mod._ordered(b)
+    expected = per_offset(mod._sweep(mod._pruned(a + b, start)))
+    assert per_offset(combine(a, b, start)) == expected
+
+
 def test_combine_examples():
     assert combine([Batch(0, 9, AVAILABLE, 1)], [Batch(3, 4, ACKED, 1)], -1) == [
         Batch(0, 2, AVAILABLE, 1), Batch(3, 4, ACKED, 1), Batch(5, 9, AVAILABLE, 1)]
@@ -380,3 +391,5 @@ def test_any_sequence_replays_to_the_same_state(ops, per_snapshot):
     assert got == model
     again, _ = make(logs, per_snapshot=per_snapshot)
     assert states(again) == states(c)
+    for a, b in zip(again.shards, c.shards):  # the epochs and update counts a restart remembers
+        assert (a.leader_epochs, a.state_epochs, a.update_counts) == (b.leader_epochs, b.state_epochs, b.update_counts)
