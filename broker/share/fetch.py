@@ -331,9 +331,18 @@ async def handle_share_fetch(ctx, body: dict) -> dict:
     mode = body.get("share_acquire_mode", BATCH_OPTIMIZED) if ctx.api_version >= 2 else BATCH_OPTIMIZED
     budget = min(body.get("max_bytes", 0x7FFFFFFF), broker.config.get("fetch.max.bytes"))
     any_error = any(e["error_code"] for e in results.values())
-    acquired = _acquire_all(mgr, member_id, targets, entry, max_records, batch_size, mode, budget, settings)
     max_wait_ms = body.get("max_wait_ms", 0)
-    if not acquired and max_wait_ms > 0 and targets and not any_error:
+    min_bytes = body.get("min_bytes", 1)
+    waiting = max_wait_ms > 0 and bool(targets) and not any_error
+
+    def attempt() -> int:
+        # Kafka's delayed share fetch acquires once MinBytes are there to acquire (or at the deadline).
+        if waiting and min_bytes > 1 and _acquirable_bytes(targets, settings, min_bytes) < min_bytes:
+            return 0
+        return _acquire_all(mgr, member_id, targets, entry, max_records, batch_size, mode, budget, settings)
+
+    acquired = attempt()
+    if not acquired and waiting:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000.0
         keys = [(t.name, t.index) for t in targets] + [_wake_key(group_id, t.name, t.index) for t in targets]
@@ -341,6 +350,9 @@ async def handle_share_fetch(ctx, body: dict) -> dict:
         while not acquired:
             remaining = deadline - loop.time()
             if remaining <= 0:
+                if min_bytes > 1:  # at the deadline whatever there is goes out
+                    acquired = _acquire_all(mgr, member_id, targets, entry, max_records, batch_size, mode,
+                                            budget, settings)
                 break
             fut = waiters.wait(keys, loop)
             timer = loop.call_later(remaining, _wake, fut)
@@ -351,7 +363,7 @@ async def handle_share_fetch(ctx, body: dict) -> dict:
                 waiters.discard(keys, fut)
             if sessions.get(group_id, member_id) is not session:
                 break  # the session was closed or replaced meanwhile
-            acquired = _acquire_all(mgr, member_id, targets, entry, max_records, batch_size, mode, budget, settings)
+            acquired = attempt()
     for t in targets:
         entry((t.topic_id, t.index))
     return _response(results, lock_ms, full=full, wanted=wanted, acked=set(acks))
@@ -398,6 +410,23 @@ def _acquire_all(mgr, member_id, targets, entry, max_records, batch_size, mode, 
         n = sum(a.last_offset - a.first_offset + 1 for a in got)
         remaining -= n
         total += n
+    return total
+
+
+def _acquirable_bytes(targets, settings, wanted: int) -> int:
+    """Bytes of the log from each share partition's next fetch offset up to the HW/LSO, counted up
+    to ``wanted`` (what MinBytes compares with)."""
+    total = 0
+    for t in targets:
+        if total >= wanted or not t.sp.can_acquire():
+            continue
+        upper = t.plog.last_stable_offset if settings.read_committed else t.plog.high_watermark
+        offset = t.sp.next_fetch_offset()
+        if offset < upper:
+            try:
+                total += sum(len(c) for c in t.plog.read(offset, wanted - total, upper))
+            except KafkaError:
+                continue
     return total
 
 

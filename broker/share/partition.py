@@ -700,9 +700,14 @@ class SharePartition:
         for st, old, whole in undo:
             if whole and old.lock is not None and old.lock != st.lock:
                 self.timer.cancel(old.lock)
+        start = self.start_offset
         self._advance_start()
-        if any(st.state == AVAILABLE for st, _, _ in undo):
+        released = any(st.state == AVAILABLE for st, _, _ in undo)
+        if released:
             self._find_next = True
+        if released or self.start_offset != start:
+            # Records to re-acquire, or room under share.partition.max.record.locks: wake waiting
+            # fetches (Kafka completes delayed share fetches when the start offset moves).
             self.on_available()
         return ErrorCode.NONE
 

@@ -253,3 +253,19 @@ def test_read_committed_never_acquires_open_transactions_and_archives_aborted_on
             assert _acquired(_fetch(c, group, "m", 3, None, wait=2000)) == [(2, 4, 1)]
     finally:
         server.group_configs = previous
+
+
+def test_min_bytes_waits_for_enough_records_then_the_deadline_sends_what_there_is(kafka):
+    topic, group = _names()
+    with RawClient(_port(kafka)) as c, RawClient(_port(kafka)) as p:
+        tid = _topic(c, topic)
+        _fetch(c, group, "m", 0, tid)
+        _produce(p, topic, b"small")
+        body = {"group_id": group, "member_id": "m", "share_session_epoch": 1, "max_wait_ms": 600,
+                "min_bytes": 100000, "max_bytes": 1 << 20, "max_records": 500, "batch_size": 500,
+                "share_acquire_mode": 0, "is_renew_ack": False, "topics": [], "forgotten_topics_data": []}
+        t0 = time.monotonic()
+        r = c.request(78, 2, body)
+        # Fewer than MinBytes until MaxWaitMs: then the record goes out anyway.
+        assert time.monotonic() - t0 >= 0.5
+        assert _acquired(r) == [(0, 0, 1)]

@@ -241,3 +241,18 @@ def share_fetch_record_limit_and_renew(ctx):
     ctx.call(79, 2, ack_body(group, m, epoch + 1, tid, {0: [ack(0, 3, 1)]}), conn=conn, label="accept after renew")
     ctx.call(78, 2, fetch_body(group, m, epoch + 2, tid, mode=1, max_records=10, wait=100), conn=conn,
              label="the last record")
+
+
+@scenario
+def share_fetch_min_bytes(ctx):
+    """MinBytes above what there is: the fetch waits MaxWaitMs, then acquires what there is."""
+    topic, tid, group, [(m, conn)] = start(ctx)
+    produce(ctx, topic, 0, batch(b"small"))
+    body = dict(fetch_body(group, m, 1, wait=500), min_bytes=1 << 20)
+    for _ in range(20):  # Kafka loads the share partition in the background
+        out = ctx.conn(conn).call(78, 2, body)
+        body["share_session_epoch"] += 1
+        if ok(out) and any(p["acquired_records"] for t in out["responses"] for p in t["partitions"]):
+            ctx.record(78, 2, out, label="min bytes not reached by the deadline")
+            return
+    raise ScenarioFailed(f"{ctx.side}: nothing acquired")

@@ -328,3 +328,16 @@ def test_any_sequence_of_acks_keeps_the_invariants(ops):
                 assert (state, count) == (RecordState.AVAILABLE, mine[1] - 1)
             else:
                 assert (state, count) == mine
+
+
+def test_an_accept_that_moves_the_start_offset_wakes_waiting_fetches():
+    """Room under share.partition.max.record.locks is news for a fetch waiting at the cap."""
+    woken = []
+    sp = make(max_record_locks=5)
+    sp.on_available = lambda: woken.append(sp.start_offset)
+    sp.acquire("m1", batches((0, 4)), max_records=500, batch_size=500, fetch_offset=0)
+    assert not sp.can_acquire()
+    assert sp.acknowledge("m1", [(1, 1, [ACCEPT])]) == ErrorCode.NONE
+    assert woken == []  # the head is still in flight: no room yet
+    assert sp.acknowledge("m1", [(0, 0, [ACCEPT])]) == ErrorCode.NONE
+    assert woken == [2] and sp.can_acquire()
