@@ -719,9 +719,14 @@ def _activate(broker, info) -> "GroupCoordinator":
 
     # The broker's steerable clock: advancing it fires session and rebalance timeouts now.
     timer = timer_scope(broker, "group")
+    consumer_config = ConsumerConfig.from_broker_config(broker.config)
+    # Each group's own consumer.* configs (ConfigResource GROUP), read at every heartbeat.
+    from minikafka.broker import group_configs
+
+    consumer_config.group_configs = lambda group_id: group_configs.effective(broker, group_id)
     coordinator = GroupCoordinator(info.num_partitions, lambda p: PartitionLogAdapter(broker, p), timer,
                                    broker, GroupConfig.from_broker_config(broker.config),
-                                   ConsumerConfig.from_broker_config(broker.config),
+                                   consumer_config,
                                    topic_image(broker.controller))
     coordinator.active = True
     broker.group_coordinator = coordinator
