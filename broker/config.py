@@ -366,6 +366,15 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+def _kafka_key(name: str):
+    """Kafka 4.2's definition of a broker config this module does not list (loads Kafka's table,
+    broker/kafka_configs.py, only when such a name is given)."""
+    from .configs import broker_configs
+
+    key = broker_configs().get(name)
+    return key if key is not None and key.mode is not None else None
+
+
 def env_name(kafka_name: str) -> str:
     return "MINIKAFKA_" + kafka_name.replace(".", "_").replace("-", "_").upper()
 
@@ -399,7 +408,11 @@ class BrokerConfig:
         try:
             return BROKER_SETTINGS[name].default
         except KeyError:
-            raise ConfigError(f"unknown broker setting {name!r}") from None
+            pass
+        key = _kafka_key(name)
+        if key is None:
+            raise ConfigError(f"unknown broker setting {name!r}")
+        return key.default
 
     def set(self, name: str, value: Any) -> None:
         """Set a Kafka-named setting from a string/TOML value (validated)."""
@@ -410,7 +423,18 @@ class BrokerConfig:
             self.overrides[name] = str(value)
             return
         if setting is None:
-            raise ConfigError(f"unknown broker setting {name!r}")
+            # A Kafka broker config minikafka does not act on: accepted as Kafka accepts it
+            # (its type and validator) and described, nothing more.
+            key = _kafka_key(name)
+            if key is None:
+                raise ConfigError(f"unknown broker setting {name!r}")
+            from .configs import ConfigError as KafkaConfigError, to_string
+
+            try:
+                self.overrides[name] = key.parse(value if isinstance(value, str) else to_string(key.type, value))
+            except KafkaConfigError as exc:
+                raise ConfigError(str(exc)) from None
+            return
         parsed = parse_value(name, setting.type, value)
         if name in ("node.id", "broker.id"):
             self.node_id = parsed

@@ -503,7 +503,7 @@ _OWN_BROKER_KEYS = (
 _OWN_DEFAULTS = frozenset({"group.initial.rebalance.delay.ms", "offsets.topic.replication.factor",
                            "queued.max.request.bytes", "ssl.keystore.type", "ssl.truststore.type",
                            "group.coordinator.rebalance.protocols",
-                           "node.id", "broker.id", "log.roll.ms", "log.retention.ms", "log.flush.interval.ms",
+                           "log.roll.ms", "log.retention.ms", "log.flush.interval.ms",
                            "log.roll.jitter.ms", "listeners", "advertised.listeners", "log.dirs"})
 
 NOT_ACTED_DOC = ("Kafka broker setting that minikafka describes with Kafka's default and accepts where Kafka "
@@ -1085,7 +1085,7 @@ def topic_entry(name: str, overrides: Mapping[str, str], store: DynamicBrokerCon
 # Settings this broker has from how it runs (Kafka reads them from server.properties, so it
 # describes them as STATIC_BROKER_CONFIG).
 RUNTIME_STATIC = frozenset({"node.id", "broker.id", "log.dirs", "listeners", "advertised.listeners",
-                            "process.roles"})
+                            "process.roles", "inter.broker.listener.name"})
 
 
 def _key(name: str) -> ConfigKey:
@@ -1126,6 +1126,10 @@ def broker_value(name: str, store: DynamicBrokerConfigs) -> str | None:
         return f"PLAINTEXT://{advertised[0]}:{advertised[1]}" if advertised else None
     if name == "process.roles":
         return "broker,controller"  # one node, broker and controller in one (Kafka's combined mode)
+    if name == "inter.broker.listener.name":
+        listeners = config.get("listeners") if hasattr(config, "get") else ""
+        first = str(listeners or "PLAINTEXT://").split(",")[0]
+        return first.split("://")[0] or "PLAINTEXT"
     return key.default_string
 
 
