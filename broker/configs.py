@@ -819,6 +819,24 @@ def _check_reconfiguration(name: str, given: str, value: Any, key: ConfigKey,
                                           f"length {len(item)}")
 
 
+def check_listener_update(old: Mapping[str, str], new: Mapping[str, str], listener_names: Iterable[str]) -> None:
+    """Kafka 4.2 on a per-broker change (validate-only too), as answered: while the new set
+    holds listener.name.<l>.* settings for one of this broker's listeners, a change of an
+    unprefixed per-broker (listener / SSL / SASL) setting is refused, because those listeners
+    cannot be rebuilt in place."""
+    table = broker_configs()
+    prefixed = {m.group(0).split(".")[2] for m in (LISTENER_PREFIX.fullmatch(n) for n in new) if m}
+    existing = [name for name in listener_names if name.lower() in prefixed]
+    if not existing:
+        return
+    changed = [n for n in set(old) | set(new) if old.get(n) != new.get(n)
+               and n in table and table[n].mode == "per-broker"]
+    if changed:
+        raise BrokerConfigRefused(_DYNAMIC_INVALID.format(
+            f"Configs cannot be updated dynamically for existing listener ListenerName({existing[0]}), restart "
+            "broker or create a new listener for update"))
+
+
 def check_cluster_min_insync(controller, new_default: Mapping[str, str]) -> None:
     """KIP-966: with ELR on, the cluster-level min.insync.replicas stays (INVALID_CONFIG)."""
     if elr_enabled(controller) and "min.insync.replicas" not in new_default:
@@ -1137,7 +1155,18 @@ def broker_entry(name: str, store: DynamicBrokerConfigs, per_broker: bool,
                  include_synonyms: bool, include_documentation: bool) -> dict:
     """One DescribeConfigs entry for a broker config (Kafka's createBrokerConfigEntry)."""
     key = _key(name)
-    synonyms = broker_synonyms(name, BROKER_SYNONYMS.get(name, (name,)), store, key.sensitive)
+    prefixed = LISTENER_PREFIX.fullmatch(name)
+    read_only = not key.dynamic
+    if prefixed and prefixed.group(1) in broker_configs():
+        # A listener's own value (listener.name.<l>.<config>): described with the config's type,
+        # read-only as Kafka reports it, the unprefixed config's layers as its further synonyms.
+        base = broker_configs()[prefixed.group(1)]
+        key = ConfigKey(name, base.type, None, base.doc, None, False, None, base.acted)
+        read_only = True
+        synonyms = (broker_synonyms(name, (name,), store, key.sensitive)
+                    + broker_synonyms(base.name, BROKER_SYNONYMS.get(base.name, (base.name,)), store, key.sensitive))
+    else:
+        synonyms = broker_synonyms(name, BROKER_SYNONYMS.get(name, (name,)), store, key.sensitive)
     if per_broker:
         value = broker_value(name, store)
     else:
@@ -1151,7 +1180,7 @@ def broker_entry(name: str, store: DynamicBrokerConfigs, per_broker: bool,
     return {
         "name": name,
         "value": None if key.sensitive else value,
-        "read_only": not key.dynamic,
+        "read_only": read_only,
         "is_default": source == ConfigSource.DEFAULT_CONFIG,
         "config_source": source,
         "is_sensitive": key.sensitive,

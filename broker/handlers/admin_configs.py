@@ -310,6 +310,11 @@ def _alter_broker(broker, name: str, configs: list[dict], incremental: bool, val
         raise ResourceError(exc.code, str(exc)) from None
     except cfg.ConfigError as exc:
         raise ResourceError(ErrorCode.INVALID_REQUEST, str(exc)) from None
+    if per_broker:
+        try:
+            cfg.check_listener_update(current, canonical, _listener_names(broker))
+        except cfg.BrokerConfigRefused as exc:
+            raise ResourceError(exc.code, str(exc)) from None
     if validate_only:
         return
     changed = {k for k in set(current) | set(canonical) if current.get(k) != canonical.get(k)}
@@ -318,6 +323,15 @@ def _alter_broker(broker, name: str, configs: list[dict], incremental: bool, val
     store.replace(per_broker, canonical)
     log.info("dynamic broker configs (%s) now %s", name or "<default>", canonical)
     refresh_topic_logs(broker, changed)
+
+
+def _listener_names(broker) -> list[str]:
+    try:
+        listeners = broker.config.get("listeners") or ""
+    except Exception:
+        listeners = ""
+    names = [item.split("://")[0].strip() for item in str(listeners).split(",") if "://" in item]
+    return names or ["PLAINTEXT"]
 
 
 def refresh_topic_logs(broker, changed_broker_names) -> None:

@@ -114,22 +114,41 @@ def cluster_min_insync_replicas(ctx):
 @scenario(profile="acl")
 def broker_per_broker_values(ctx):
     """A per-broker SASL setting minikafka keeps but does not act on (librdkafka's broker tests set
-    sasl.kerberos.min.time.before.relogin), and a listener-prefixed one: set, described, removed."""
+    sasl.kerberos.min.time.before.relogin) and a listener-prefixed one: set, described, the
+    unprefixed one refused while the listener has its own settings, then removed."""
     name = "sasl.kerberos.min.time.before.relogin"
     prefixed = "listener.name.plaintext.sasl.kerberos.ticket.renew.jitter"
-    ctx.call(44, 1, {"resources": [_res(BROKER, "1", (name, 0, "58000"), (prefixed, 0, "0.1"))],
-                     "validate_only": False}, label="set")
-    ctx.setup(32, 4, {"resources": [{"resource_type": BROKER, "resource_name": "1", "configuration_keys": [name]}]},
-              retries=80, expect=lambda o: ok(o) and any(c["value"] == "58000" for c in o["results"][0]["configs"]))
-    ctx.call(32, 4, {"resources": [{"resource_type": BROKER, "resource_name": "1",
-                                    "configuration_keys": [name, prefixed]}],
-                     "include_synonyms": True}, label="described after the change")
-    ctx.call(44, 1, {"resources": [_res(BROKER, "1", (name, 1, None), (prefixed, 1, None))],
-                     "validate_only": False}, label="removed")
-    ctx.setup(32, 4, {"resources": [{"resource_type": BROKER, "resource_name": "1", "configuration_keys": [name]}]},
-              retries=80, expect=lambda o: ok(o) and any(c["value"] == "60000" for c in o["results"][0]["configs"]))
-    ctx.call(32, 4, {"resources": [{"resource_type": BROKER, "resource_name": "1", "configuration_keys": [name]}],
-                     "include_synonyms": True}, label="described after the removal")
+
+    def await_value(key, value):
+        ctx.setup(32, 4, {"resources": [{"resource_type": BROKER, "resource_name": "1", "configuration_keys": [key]}]},
+                  retries=80, expect=lambda o: ok(o) and any(c["value"] == value for c in o["results"][0]["configs"]))
+
+    def await_absent(key):
+        ctx.setup(32, 4, {"resources": [{"resource_type": BROKER, "resource_name": "1", "configuration_keys": [key]}]},
+                  retries=80, expect=lambda o: ok(o) and not o["results"][0]["configs"])
+
+    def describe(label):
+        ctx.call(32, 4, {"resources": [{"resource_type": BROKER, "resource_name": "1",
+                                        "configuration_keys": [name, prefixed]}],
+                         "include_synonyms": True}, label=label)
+
+    ctx.call(44, 1, {"resources": [_res(BROKER, "1", (name, 0, "58000"))], "validate_only": False}, label="set")
+    await_value(name, "58000")
+    describe("described after the change")
+    ctx.call(44, 1, {"resources": [_res(BROKER, "1", (prefixed, 0, "0.1"))], "validate_only": False},
+             label="set a listener's own value")
+    await_value(prefixed, "0.1")
+    describe("described with the listener's value")
+    ctx.call(44, 1, {"resources": [_res(BROKER, "1", (name, 0, "59000"))], "validate_only": True},
+             label="change the unprefixed one, validate only")
+    ctx.call(44, 1, {"resources": [_res(BROKER, "1", (name, 0, "59000"))], "validate_only": False},
+             label="change the unprefixed one while the listener has its own")
+    ctx.call(44, 1, {"resources": [_res(BROKER, "1", (prefixed, 1, None))], "validate_only": False},
+             label="remove the listener's value")
+    await_absent(prefixed)
+    ctx.call(44, 1, {"resources": [_res(BROKER, "1", (name, 1, None))], "validate_only": False}, label="removed")
+    await_value(name, "60000")
+    describe("described after the removal")
 
 
 def _await_group_value(ctx, group, name, value):
@@ -222,5 +241,6 @@ def scram_users_named_twice(ctx):
         "a duplicate among others": {"deletions": [], "upsertions": [_upsert(u["f"]), _upsert(u["g"]), _upsert(u["f"])]},
     }
     for label, body in cases.items():
-        ctx.call(51, 0, body, label=label, scoped=lambda b: {**b, "results": sorted(b["results"], key=lambda r: r["user"])})
-    ctx.call(50, 0, {"users": [{"name": n} for n in sorted(u.values())]}, label="who has credentials now")
+        ctx.call(51, 0, body, label=label)
+    ctx.call(50, 0, {"users": [{"name": n} for n in sorted(u.values())]}, label="who has credentials now",
+             scoped=lambda b: {**b, "results": sorted(b["results"], key=lambda r: r["user"])})
