@@ -22,7 +22,9 @@ exist (Kafka accepts configs for a group id before any member joins).
 Validation is Kafka's GroupConfig.validate, checked against Kafka 4.2's answers: unknown names
 ("Unknown group config name: x"), types and ranges ("Invalid value x for configuration y: ..."),
 then the broker's bounds ("consumer.session.timeout.ms must be greater than or equal to
-group.consumer.min.session.timeout.ms", "... less than or equal to ..."), all INVALID_CONFIG;
+group.consumer.min.session.timeout.ms", "... less than or equal to ..."), then each session
+timeout against its heartbeat interval ("consumer.session.timeout.ms must be greater than
+consumer.heartbeat.interval.ms", the broker's value standing in for one not given), all INVALID_CONFIG;
 an empty group id is INVALID_REQUEST ("Default group resources are not allowed." when altering,
 "Group name must not be empty" when describing).
 """
@@ -181,6 +183,11 @@ def validate(broker, configs: Mapping[str, str | None]) -> dict[str, str]:
             raise cfg.ConfigRefused(f"{name} must be greater than or equal to {low}", INVALID_CONFIG)
         if high is not None and parsed[name] > int(_broker_setting(broker, high)):
             raise cfg.ConfigRefused(f"{name} must be less than or equal to {high}", INVALID_CONFIG)
+    base = defaults(broker)
+    for kind in ("consumer", "share", "streams"):
+        session, heartbeat = f"{kind}.session.timeout.ms", f"{kind}.heartbeat.interval.ms"
+        if int(parsed.get(session, base[session])) <= int(parsed.get(heartbeat, base[heartbeat])):
+            raise cfg.ConfigRefused(f"{session} must be greater than {heartbeat}", INVALID_CONFIG)
     return {name: cfg.to_string(keys[name].type, value) for name, value in parsed.items()}
 
 
