@@ -549,4 +549,27 @@ class BrokerConfig:
                     config.set(key, value)
             except ConfigError as exc:
                 raise ConfigError(f"--override {key}: {exc}") from None
+        config.check_group_bounds()
         return config
+
+    # (setting, lower bound, upper bound) of the consumer, share and streams groups' timeouts.
+    _GROUP_BOUNDS = tuple(
+        (f"group.{kind}.{what}", f"group.{kind}.min.{what}", f"group.{kind}.max.{what}")
+        for kind in ("consumer", "share", "streams")
+        for what in ("heartbeat.interval.ms", "session.timeout.ms"))
+
+    def check_group_bounds(self) -> None:
+        """Kafka refuses to start when a group timeout lies outside its own min/max settings
+        ("group.consumer.session.timeout.ms must be greater than or equal to
+        group.consumer.min.session.timeout.ms"), or a heartbeat interval is not below the session
+        timeout; so does this broker (ConfigError, before anything is opened)."""
+        for name, low, high in self._GROUP_BOUNDS:
+            value = self.get(name)
+            if value < self.get(low):
+                raise ConfigError(f"{name} must be greater than or equal to {low}")
+            if value > self.get(high):
+                raise ConfigError(f"{name} must be less than or equal to {high}")
+        for kind in ("consumer", "share", "streams"):
+            heartbeat, session = f"group.{kind}.heartbeat.interval.ms", f"group.{kind}.session.timeout.ms"
+            if self.get(heartbeat) >= self.get(session):
+                raise ConfigError(f"{heartbeat} must be less than {session}")
