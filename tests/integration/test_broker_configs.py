@@ -19,6 +19,8 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 
 from minikafka.protocol import codec
 
+from conftest import broker_for
+
 TIMEOUT = 30
 
 
@@ -30,8 +32,6 @@ GROUP_SETTINGS = {"group.consumer.heartbeat.interval.ms": "300", "group.consumer
 
 @pytest.fixture(scope="module")
 def kafka_broker(request, broker_kind, tmp_path_factory):
-    from conftest import broker_for
-
     handle = broker_for(request, broker_kind, tmp_path_factory.mktemp("configs"), **GROUP_SETTINGS)
     yield handle
     handle.stop()
