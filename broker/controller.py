@@ -96,6 +96,7 @@ class Controller:
         self.client_quotas: dict[tuple, dict[str, float]] = {}
         # (config resource type, name) -> dynamic configs: BROKER ("" and the node id), GROUP
         self.resource_configs: dict[tuple[int, str], dict[str, str]] = {}
+        self._replayed = True  # False while start-up replays the metadata log
         self.metadata_records = 0  # records replayed and committed: the metadata log's end offset
         self._metadata_log = metadata_log
         self._logs = log_manager
@@ -104,8 +105,10 @@ class Controller:
         # SCRAM credentials and ACLs (issue 12) live in the same log; the store applies them.
         self.security = SecurityStore(self._commit, config)
         self.scram_credentials = self.security.scram_credentials
+        self._replayed = False
         for record in metadata_log.records():
             self._apply(record)
+        self._replayed = True
         if self.cluster_id is None:
             self._commit({"type": "cluster", "cluster_id": new_cluster_id()})
         from .configs import ensure_cluster_min_insync_replicas
@@ -179,7 +182,9 @@ class Controller:
         elif kind == "config":
             key = (int(record["resource_type"]), str(record["resource_name"]))
             configs = {str(k): str(v) for k, v in (record.get("configs") or {}).items()}
-            if configs:
+            if configs or (key[0] == 32 and self._replayed):
+                # A group whose configs were all removed stays known until the next start (Kafka
+                # 4.2 keeps listing it in ListConfigResources until its broker restarts).
                 self.resource_configs[key] = configs
             else:
                 self.resource_configs.pop(key, None)

@@ -197,6 +197,7 @@ def group_config_resources(ctx):
     _await_group_value(ctx, group, "consumer.session.timeout.ms", "50000")
     ctx.call(32, 4, {"resources": [{"resource_type": GROUP, "resource_name": group, "configuration_keys": None}],
                      "include_synonyms": True}, label="after setting three", scoped=sort_by("name"))
+    ctx.call(74, 1, {"resource_types": [GROUP]}, label="groups with configs")
     ctx.call(33, 2, {"resources": [{"resource_type": GROUP, "resource_name": group, "configs": [
         {"name": "consumer.heartbeat.interval.ms", "value": "7000"}]}], "validate_only": False},
         label="AlterConfigs replaces the set")
@@ -211,6 +212,7 @@ def group_config_resources(ctx):
     ctx.call(32, 4, {"resources": [{"resource_type": GROUP, "resource_name": group,
                                     "configuration_keys": ["consumer.heartbeat.interval.ms"]}],
                      "include_synonyms": True}, label="after the delete")
+    ctx.call(74, 1, {"resource_types": [GROUP]}, label="groups with configs, after the last is deleted")
 
 
 def _upsert(name, mechanism=1, iterations=8192):

@@ -298,3 +298,12 @@ def test_group_timeouts_outside_their_bounds_stop_the_start():
     config = BrokerConfig.load(environ={}, overrides={"group.consumer.heartbeat.interval.ms": "300",
                                                       "group.consumer.min.heartbeat.interval.ms": "300"})
     assert config.get("group.consumer.heartbeat.interval.ms") == 300
+
+
+def test_a_group_without_configs_stays_listed_until_restart():
+    broker = FakeBroker()
+    broker.controller.set_resource_configs(32, "g", {"consumer.heartbeat.interval.ms": "6000"})
+    broker.controller.set_resource_configs(32, "g", {})
+    assert broker.controller.resource_configs[(32, "g")] == {}  # Kafka still lists it
+    again = Controller(broker.config, broker.metadata_log, RecordingLogManager())
+    assert (32, "g") not in again.resource_configs

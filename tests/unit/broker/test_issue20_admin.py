@@ -124,6 +124,8 @@ async def test_list_config_resources(broker):
     assert pairs(await call(1, {"resource_types": []})) == [("1", 8), ("1", 4), ("a", 2), ("t", 2)]
     assert pairs(await call(1, {"resource_types": [2]})) == [("a", 2), ("t", 2)]
     assert pairs(await call(1, {"resource_types": [16, 32]})) == []
+    broker.controller.set_resource_configs(32, "g1", {"consumer.heartbeat.interval.ms": "6000"})
+    assert pairs(await call(1, {"resource_types": []}))[:2] == [("g1", 32), ("1", 8)]  # groups with configs first
     for unknown in ([99], [4, 0], [1], [3]):
         assert await call(1, {"resource_types": unknown}) == {
             "throttle_time_ms": 0, "error_code": 35, "config_resources": []}
