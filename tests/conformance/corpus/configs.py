@@ -182,6 +182,10 @@ def group_config_resources(ctx):
         "empty group id": [_res(GROUP, "", ("consumer.session.timeout.ms", 0, "50000"))],
         "append to an INT": [_res(GROUP, group, ("consumer.session.timeout.ms", 2, "50000"))],
         "isolation level in capitals": [_res(GROUP, group, ("share.isolation.level", 0, "READ_COMMITTED"))],
+        "delete an unknown name": [_res(GROUP, group, ("no.such", 1, None))],
+        "subtract from an INT": [_res(GROUP, group, ("consumer.session.timeout.ms", 3, "1"))],
+        "a name twice": [_res(GROUP, group, ("consumer.session.timeout.ms", 1, None),
+                              ("consumer.session.timeout.ms", 0, "50000"))],
     }
     for v in ctx.versions(44):
         for label, resources in errors.items():
