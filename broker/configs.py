@@ -15,9 +15,20 @@ the synonyms the way Kafka's ``ConfigHelper`` does, including its quirk of dropp
 synonyms whose name is not the first broker name (so retention.ms with only the
 log.retention.hours default shows no synonyms at all, as on a real broker).
 
+Broker configs: every config Kafka 4.2 has (``broker/kafka_configs.py``, generated from Kafka's
+own definitions: types, defaults, validators, update modes), built into ``broker_configs()`` with
+the first DescribeConfigs or alteration, never at start-up; minikafka's own descriptions and
+deliberate defaults for the ones it acts on (``_OWN_BROKER_KEYS``); the names it does not act on
+are listed in ``broker/CONFIGS.md``.
+
 Dynamic broker configs (KIP-226) live in ``DynamicBrokerConfigs``: the per-broker resource
-("1") and the cluster default (""), persisted as JSON in the data directory and pushed into the
-running ``BrokerConfig`` so the rest of the broker sees the effective value.
+("1") and the cluster default (""), kept in the metadata log as ``config`` records (KRaft's
+ConfigRecord) and pushed into the running ``BrokerConfig`` so the rest of the broker sees the
+effective value.  ``validate_broker_changes`` applies Kafka's update modes: read-only names are
+refused, per-broker ones (listener, SSL, SASL) only on the node's own resource, cluster-wide ones
+on both; the SSL key/trust store settings only under a listener prefix.  With
+eligible.leader.replicas.version 1 (KIP-966) the cluster default always holds
+min.insync.replicas (``ensure_cluster_min_insync_replicas``).
 """
 
 from __future__ import annotations

@@ -307,3 +307,33 @@ def test_a_group_without_configs_stays_listed_until_restart():
     assert broker.controller.resource_configs[(32, "g")] == {}  # Kafka still lists it
     again = Controller(broker.config, broker.metadata_log, RecordingLogManager())
     assert (32, "g") not in again.resource_configs
+
+
+# -- consumer groups follow their group configs -----------------------------------------------------
+
+def test_a_consumer_group_uses_its_own_session_timeout_and_heartbeat_interval():
+    import uuid as _uuid
+
+    from minikafka.broker.clock import MockTimer
+    from minikafka.broker.group.consumer import ConsumerConfig
+    from minikafka.broker.group.shard import CoordinatorShard, GroupConfig, MemoryOffsetsLog
+
+    overrides = {"fast": {"consumer.session.timeout.ms": 3000, "consumer.heartbeat.interval.ms": 1000}}
+    timer = MockTimer()
+    consumer = ConsumerConfig(session_timeout_ms=45000, heartbeat_interval_ms=5000,
+                              group_configs=lambda gid: overrides.get(gid, {}))
+    shard = CoordinatorShard(0, MemoryOffsetsLog(), timer, timer.clock, GroupConfig(), consumer)
+    shard.topic_metadata = lambda: {"t1": (_uuid.UUID(int=1), 2)}
+    shard.load()
+
+    def join(group):
+        return shard.consumer_group_heartbeat(
+            {"group_id": group, "member_id": "m", "member_epoch": 0, "instance_id": None, "rack_id": None,
+             "rebalance_timeout_ms": 300000, "subscribed_topic_names": ["t1"], "subscribed_topic_regex": None,
+             "server_assignor": None, "topic_partitions": []}, api_version=1, client_id="c", client_host="/127.0.0.1")
+
+    assert join("fast")["heartbeat_interval_ms"] == 1000
+    assert join("slow")["heartbeat_interval_ms"] == 5000
+    timer.advance(3000)  # the fast group's session timeout, not the broker's 45 s
+    assert "m" not in shard.consumer_groups["fast"].members
+    assert "m" in shard.consumer_groups["slow"].members
