@@ -7,6 +7,10 @@ facts are carried over (no documentation text).  Run it again when the oracle's 
 changes::
 
     python tests/tools/kafka_config_facts.py [--out broker/kafka_configs.py]
+    python tests/tools/kafka_config_facts.py --docs-only   # broker/CONFIGS.md from the table
+
+It then writes ``broker/CONFIGS.md``: the Kafka configs minikafka describes and accepts without
+acting on them (not in broker/config.py's BROKER_SETTINGS), by update mode.
 """
 
 from __future__ import annotations
@@ -23,6 +27,32 @@ ROOT = Path(__file__).resolve().parents[2]
 LIBS = ROOT / "tests" / "kafka" / "target" / "libs"
 SOURCE = Path(__file__).resolve().parent / "java" / "KafkaConfigFacts.java"
 OUT = ROOT / "broker" / "kafka_configs.py"
+DOCS = ROOT / "broker" / "CONFIGS.md"
+DOCS_HEAD = """\
+# Broker configs: what minikafka describes, accepts and acts on
+
+DescribeConfigs on a BROKER resource lists every broker config Apache Kafka {version} describes
+(`broker/kafka_configs.py`, generated from Kafka's own config definitions by
+`tests/tools/kafka_config_facts.py`: names, types, defaults, validators and update modes), with
+minikafka's own documentation. Each is accepted where Kafka accepts it: at start-up
+(`--override`, TOML file) with Kafka's type and validator, and through AlterConfigs /
+IncrementalAlterConfigs in Kafka's update modes (read-only, per-broker, cluster-wide) with Kafka's
+refusals; dynamic values are kept in the metadata log (`config` records).
+
+minikafka acts on {acted} of them (those in `broker/config.py` `BROKER_SETTINGS`).
+The {ignored} below are described with Kafka's default (or the value given) and accepted, but
+minikafka does not act on them: replication, KRaft quorum, tiered storage, JVM-side SSL/SASL
+(Kerberos, SSL engine, key managers), thread pools and buffers of Kafka's own implementation, quotas
+callbacks, metrics reporters. Listener and security settings changed dynamically (per-broker, or
+`listener.name.<l>.*`) are kept and described; minikafka builds its listeners and TLS contexts at
+start, so they take effect after a restart only if also given as static settings.
+
+Deliberate defaults that differ from Kafka's (described as minikafka runs): `group.initial.rebalance.delay.ms`
+0, `offsets.topic.replication.factor` 1, `queued.max.request.bytes` 268435456, `ssl.keystore.type` and
+`ssl.truststore.type` PEM, `group.coordinator.rebalance.protocols` classic,consumer (no streams groups yet).
+
+Not acted on (update mode in the heading):
+"""
 
 _RANGE = re.compile(r"\[(-?[0-9.E]+)?,\.\.\.(?:,(-?[0-9.E]+))?\]")
 
@@ -92,13 +122,34 @@ def render(rows: list[dict], version: str) -> str:
     return "\n".join(lines)
 
 
+def write_docs(path: Path = DOCS) -> None:
+    """broker/CONFIGS.md from the table as it is now (run in a fresh interpreter after a new
+    kafka_configs.py)."""
+    sys.path.insert(0, str(ROOT))
+    from minikafka.broker import configs as cfg, kafka_configs
+
+    table = cfg.broker_configs()
+    ignored = [row for row in kafka_configs.BROKER if not table[row[0]].acted]
+    lines = [DOCS_HEAD.format(version=kafka_configs.KAFKA_VERSION, acted=len(kafka_configs.BROKER) - len(ignored),
+                              ignored=len(ignored))]
+    for mode in ("read-only", "per-broker", "cluster-wide"):
+        lines += [f"## {mode}", ""] + [f"`{row[0]}`" for row in sorted(ignored) if row[4] == mode] + [""]
+    path.write_text("\n".join(lines))
+    print(f"wrote {path}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--docs-only", action="store_true", help="only rewrite broker/CONFIGS.md")
     args = parser.parse_args(argv)
-    version = next(iter(sorted(LIBS.glob("kafka_2.13-*.jar")))).name[len("kafka_2.13-"):-len(".jar")]
-    Path(args.out).write_text(render(facts(), version))
-    print(f"wrote {args.out}")
+    if not args.docs_only:
+        version = next(iter(sorted(LIBS.glob("kafka_2.13-*.jar")))).name[len("kafka_2.13-"):-len(".jar")]
+        Path(args.out).write_text(render(facts(), version))
+        print(f"wrote {args.out}")
+        subprocess.run([sys.executable, __file__, "--docs-only"], check=True)
+        return 0
+    write_docs()
     return 0
 
 
