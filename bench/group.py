@@ -399,7 +399,8 @@ def protocols_main(args) -> None:
     from kafka.admin import KafkaAdminClient, NewTopic
 
     with TemporaryDirectory() as tmp:
-        broker = BrokerProcess(Path(tmp), {"group.consumer.heartbeat.interval.ms": args.heartbeat_ms})
+        broker = BrokerProcess(Path(tmp), {"group.consumer.heartbeat.interval.ms": args.heartbeat_ms,
+                                           "group.consumer.min.heartbeat.interval.ms": args.heartbeat_ms})
         feeder = None
         try:
             admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)

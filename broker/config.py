@@ -149,22 +149,32 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
        "Server-side assignors; the first is used when a member names none."),
     _s("group.consumer.migration.policy", "string", "bidirectional",
        "Converting classic <-> consumer groups: disabled, upgrade, downgrade or bidirectional."),
+    # Bounds of the consumer group configs (ConfigResource GROUP, broker/group_configs.py): Kafka 4.2's
+    # names and defaults, read-only as in Kafka.
+    _s("group.consumer.min.session.timeout.ms", "int", 45000,
+       "Smallest consumer.session.timeout.ms a consumer group may be given.", True),
+    _s("group.consumer.max.session.timeout.ms", "int", 60000,
+       "Largest consumer.session.timeout.ms a consumer group may be given.", True),
+    _s("group.consumer.min.heartbeat.interval.ms", "int", 5000,
+       "Smallest consumer.heartbeat.interval.ms a consumer group may be given.", True),
+    _s("group.consumer.max.heartbeat.interval.ms", "int", 15000,
+       "Largest consumer.heartbeat.interval.ms a consumer group may be given.", True),
     # Share groups (KIP-932, broker/share): Kafka 4.2's names, defaults and bounds (Kafka 4.2 has none
-    # for the delivery count limit and the record locks).
-    _s("group.share.session.timeout.ms", "int", 45000, "Session timeout of share-group members."),
-    _s("group.share.min.session.timeout.ms", "int", 45000, "Smallest share.session.timeout.ms a group may set."),
-    _s("group.share.max.session.timeout.ms", "int", 60000, "Largest share.session.timeout.ms a group may set."),
-    _s("group.share.heartbeat.interval.ms", "int", 5000, "Heartbeat interval given to share-group members."),
-    _s("group.share.min.heartbeat.interval.ms", "int", 5000, "Smallest share.heartbeat.interval.ms a group may set."),
-    _s("group.share.max.heartbeat.interval.ms", "int", 15000, "Largest share.heartbeat.interval.ms a group may set."),
-    _s("group.share.max.size", "int", 200, "Most members in one share group."),
-    _s("group.share.assignors", "list", "simple", "Server-side assignor of share groups (Kafka's simple assignor)."),
-    _s("group.share.record.lock.duration.ms", "int", 30000, "How long a share consumer holds an acquired record."),
-    _s("group.share.min.record.lock.duration.ms", "int", 15000, "Smallest share.record.lock.duration.ms a group may set."),
-    _s("group.share.max.record.lock.duration.ms", "int", 60000, "Largest share.record.lock.duration.ms a group may set."),
-    _s("group.share.delivery.count.limit", "int", 5, "Deliveries of a record before it is archived."),
-    _s("group.share.partition.max.record.locks", "int", 2000, "Records in flight per share partition."),
-    _s("group.share.max.share.sessions", "int", 2000, "Share sessions per broker."),
+    # for the delivery count limit and the record locks); read-only, as in Kafka.
+    _s("group.share.session.timeout.ms", "int", 45000, "Session timeout of share-group members.", True),
+    _s("group.share.min.session.timeout.ms", "int", 45000, "Smallest share.session.timeout.ms a group may set.", True),
+    _s("group.share.max.session.timeout.ms", "int", 60000, "Largest share.session.timeout.ms a group may set.", True),
+    _s("group.share.heartbeat.interval.ms", "int", 5000, "Heartbeat interval given to share-group members.", True),
+    _s("group.share.min.heartbeat.interval.ms", "int", 5000, "Smallest share.heartbeat.interval.ms a group may set.", True),
+    _s("group.share.max.heartbeat.interval.ms", "int", 15000, "Largest share.heartbeat.interval.ms a group may set.", True),
+    _s("group.share.max.size", "int", 200, "Most members in one share group.", True),
+    _s("group.share.assignors", "list", "simple", "Server-side assignor of share groups (Kafka's simple assignor).", True),
+    _s("group.share.record.lock.duration.ms", "int", 30000, "How long a share consumer holds an acquired record.", True),
+    _s("group.share.min.record.lock.duration.ms", "int", 15000, "Smallest share.record.lock.duration.ms a group may set.", True),
+    _s("group.share.max.record.lock.duration.ms", "int", 60000, "Largest share.record.lock.duration.ms a group may set.", True),
+    _s("group.share.delivery.count.limit", "int", 5, "Deliveries of a record before it is archived.", True),
+    _s("group.share.partition.max.record.locks", "int", 2000, "Records in flight per share partition.", True),
+    _s("group.share.max.share.sessions", "int", 2000, "Share sessions per broker.", True),
     # KIP-1071 streams groups (broker/streams): Kafka 4.2's names, defaults and bounds (checked at start-up).
     _s("group.streams.session.timeout.ms", "int", 45000, "Session timeout of streams-group members (>= 1).", True),
     _s("group.streams.min.session.timeout.ms", "int", 45000, "Smallest streams session timeout allowed (>= 1).", True),
@@ -251,7 +261,7 @@ BROKER_SETTINGS: dict[str, Setting] = {s.name: s for s in (
     # Security (issue 12, broker/security/): listeners, TLS, SASL, ACLs.  Each ssl.* / sasl.*
     # setting may also be given per listener as listener.name.<listener>.<setting>.
     _s("listener.security.protocol.map", "string",
-       "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+       "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
        "Listener name -> security protocol.", True),
     _s("ssl.keystore.type", "string", "PEM", "Only PEM key stores are supported.", True),
     _s("ssl.keystore.location", "string", "", "PEM file with the private key and certificate chain.", True),
@@ -370,6 +380,15 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+def _kafka_key(name: str):
+    """Kafka 4.2's definition of a broker config this module does not list (loads Kafka's table,
+    broker/kafka_configs.py, only when such a name is given)."""
+    from .configs import broker_configs
+
+    key = broker_configs().get(name)
+    return key if key is not None and key.mode is not None else None
+
+
 def env_name(kafka_name: str) -> str:
     return "MINIKAFKA_" + kafka_name.replace(".", "_").replace("-", "_").upper()
 
@@ -403,7 +422,11 @@ class BrokerConfig:
         try:
             return BROKER_SETTINGS[name].default
         except KeyError:
-            raise ConfigError(f"unknown broker setting {name!r}") from None
+            pass
+        key = _kafka_key(name)
+        if key is None:
+            raise ConfigError(f"unknown broker setting {name!r}")
+        return key.default
 
     def set(self, name: str, value: Any) -> None:
         """Set a Kafka-named setting from a string/TOML value (validated)."""
@@ -414,7 +437,18 @@ class BrokerConfig:
             self.overrides[name] = str(value)
             return
         if setting is None:
-            raise ConfigError(f"unknown broker setting {name!r}")
+            # A Kafka broker config minikafka does not act on: accepted as Kafka accepts it
+            # (its type and validator) and described, nothing more.
+            key = _kafka_key(name)
+            if key is None:
+                raise ConfigError(f"unknown broker setting {name!r}")
+            from .configs import ConfigError as KafkaConfigError, to_string
+
+            try:
+                self.overrides[name] = key.parse(value if isinstance(value, str) else to_string(key.type, value))
+            except KafkaConfigError as exc:
+                raise ConfigError(str(exc)) from None
+            return
         parsed = parse_value(name, setting.type, value)
         if name in ("node.id", "broker.id"):
             self.node_id = parsed
@@ -529,4 +563,27 @@ class BrokerConfig:
                     config.set(key, value)
             except ConfigError as exc:
                 raise ConfigError(f"--override {key}: {exc}") from None
+        config.check_group_bounds()
         return config
+
+    # (setting, lower bound, upper bound) of the consumer, share and streams groups' timeouts.
+    _GROUP_BOUNDS = tuple(
+        (f"group.{kind}.{what}", f"group.{kind}.min.{what}", f"group.{kind}.max.{what}")
+        for kind in ("consumer", "share", "streams")
+        for what in ("heartbeat.interval.ms", "session.timeout.ms"))
+
+    def check_group_bounds(self) -> None:
+        """Kafka refuses to start when a group timeout lies outside its own min/max settings
+        ("group.consumer.session.timeout.ms must be greater than or equal to
+        group.consumer.min.session.timeout.ms"), or a heartbeat interval is not below the session
+        timeout; so does this broker (ConfigError, before anything is opened)."""
+        for name, low, high in self._GROUP_BOUNDS:
+            value = self.get(name)
+            if value < self.get(low):
+                raise ConfigError(f"{name} must be greater than or equal to {low}")
+            if value > self.get(high):
+                raise ConfigError(f"{name} must be less than or equal to {high}")
+        for kind in ("consumer", "share", "streams"):
+            heartbeat, session = f"group.{kind}.heartbeat.interval.ms", f"group.{kind}.session.timeout.ms"
+            if self.get(heartbeat) >= self.get(session):
+                raise ConfigError(f"{heartbeat} must be less than {session}")

@@ -15,9 +15,20 @@ the synonyms the way Kafka's ``ConfigHelper`` does, including its quirk of dropp
 synonyms whose name is not the first broker name (so retention.ms with only the
 log.retention.hours default shows no synonyms at all, as on a real broker).
 
+Broker configs: every config Kafka 4.2 has (``broker/kafka_configs.py``, generated from Kafka's
+own definitions: types, defaults, validators, update modes), built into ``broker_configs()`` with
+the first DescribeConfigs or alteration, never at start-up; minikafka's own descriptions and
+deliberate defaults for the ones it acts on (``_OWN_BROKER_KEYS``); the names it does not act on
+are listed in ``broker/CONFIGS.md``.
+
 Dynamic broker configs (KIP-226) live in ``DynamicBrokerConfigs``: the per-broker resource
-("1") and the cluster default (""), persisted as JSON in the data directory and pushed into the
-running ``BrokerConfig`` so the rest of the broker sees the effective value.
+("1") and the cluster default (""), kept in the metadata log as ``config`` records (KRaft's
+ConfigRecord) and pushed into the running ``BrokerConfig`` so the rest of the broker sees the
+effective value.  ``validate_broker_changes`` applies Kafka's update modes: read-only names are
+refused, per-broker ones (listener, SSL, SASL) only on the node's own resource, cluster-wide ones
+on both; the SSL key/trust store settings only under a listener prefix.  With
+eligible.leader.replicas.version 1 (KIP-966) the cluster default always holds
+min.insync.replicas (``ensure_cluster_min_insync_replicas``).
 """
 
 from __future__ import annotations
@@ -104,9 +115,30 @@ def _java_str(value: Any) -> str:
 
 
 def _double_str(value: float) -> str:
-    # Java's Double.toString for the values configs use: "0.5", "1.0".
-    text = repr(float(value))
-    return text if ("." in text or "e" in text or "n" in text) else text + ".0"
+    """Java's Double.toString: "0.5", "1.0", "1.7976931348623157E308" (scientific outside 1e-3..1e7)."""
+    value = float(value)
+    if value != value or value in (float("inf"), float("-inf")):
+        return {True: "Infinity", False: "-Infinity"}.get(value > 0, "NaN") if value == value else "NaN"
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        text = repr(value)
+        if "e" in text:  # Python writes 1e-03 style for some of these
+            text = f"{value:.17f}".rstrip("0")
+        return text if "." in text else text + ".0"
+    mantissa, exponent = f"{value:.16e}".split("e")
+    digits = repr(value)  # shortest round-trip digits
+    if "e" in digits:
+        mantissa = digits.split("e")[0]
+    else:
+        mantissa = repr(float(mantissa))
+        # the shortest mantissa that still round-trips
+        for places in range(1, 17):
+            candidate = f"{value:.{places}e}".split("e")[0]
+            if float(f"{candidate}e{exponent}") == value:
+                mantissa = candidate
+                break
+    if "." not in mantissa:
+        mantissa += ".0"
+    return f"{mantissa}E{int(exponent)}"
 
 
 # -- parsing (ConfigDef.parseType) ---------------------------------------------------------
@@ -177,6 +209,27 @@ def between(low: int | float, high: int | float) -> Validator:
     return check
 
 
+def at_most(maximum: int | float) -> Validator:
+    def check(name: str, value: Any) -> None:
+        if value > maximum:
+            raise invalid_value(name, value, f"Value must be no more than {_java_str(maximum)}")
+    return check
+
+
+def one_of_ignore_case(*allowed: str) -> Validator:
+    lowered = {a.lower() for a in allowed}
+
+    def check(name: str, value: Any) -> None:
+        if value.lower() not in lowered:
+            raise invalid_value(name, value, "String must be one of (case insensitive): " + ", ".join(allowed))
+    return check
+
+
+def _non_empty(name: str, value: Any) -> None:
+    if value is not None and not value.strip():
+        raise invalid_value(name, value, "String must be non-empty")
+
+
 def one_of(*allowed: str) -> Validator:
     def check(name: str, value: Any) -> None:
         if value not in allowed:
@@ -208,6 +261,10 @@ class ConfigKey:
     doc: str
     validator: Validator | None = None
     dynamic: bool = False  # broker configs only: changeable with (Incremental)AlterConfigs
+    # Broker configs: Kafka's update mode, "read-only", "per-broker" or "cluster-wide"
+    # (DynamicBrokerConfig); None for names Kafka does not have (minikafka's own settings).
+    mode: str | None = None
+    acted: bool = True  # False: described and accepted as Kafka does, but minikafka ignores it
 
     @property
     def sensitive(self) -> bool:
@@ -361,10 +418,11 @@ for _group in _BROKER_SYNONYM_GROUPS:
         if _name != "log.flush.scheduler.interval.ms":
             BROKER_SYNONYMS[_name] = _group
 
-# Broker configs with Kafka's types, defaults and dynamic flags.  Defaults are what this broker
-# uses (group.initial.rebalance.delay.ms is 0 here on purpose, offsets.topic.replication.factor 1
-# on a single node); names BrokerConfig knows but this table lacks are added read-only below.
-BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
+# minikafka's own descriptions (and, where noted, its own defaults) of the broker configs it acts
+# on.  Types, validators and update modes come from Kafka's table (broker/kafka_configs.py); these
+# rows give the documentation and the defaults this broker runs with where they differ on purpose
+# (group.initial.rebalance.delay.ms 0, offsets.topic.replication.factor 1 on a single node).
+_OWN_BROKER_KEYS = (
     _k("node.id", T.INT, 1, "This broker's node id."),
     _k("broker.id", T.INT, 1, "This broker's id (same as node.id)."),
     _k("listeners", T.STRING, None, "Listener the broker binds (from --host/--port)."),
@@ -450,30 +508,116 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
        at_least(-1), True),
     _k("num.io.threads", T.INT, 8, "Request handler threads (one event loop here).", at_least(1), True),
     _k("num.network.threads", T.INT, 3, "Network threads (one event loop here).", at_least(1), True),
-)}
+)
+
+# Deliberate defaults of this broker that differ from Kafka's (README: a development broker).
+_OWN_DEFAULTS = frozenset({"group.initial.rebalance.delay.ms", "offsets.topic.replication.factor",
+                           "queued.max.request.bytes", "ssl.keystore.type", "ssl.truststore.type",
+                           "group.coordinator.rebalance.protocols",
+                           "log.roll.ms", "log.retention.ms", "log.flush.interval.ms",
+                           "log.roll.jitter.ms", "listeners", "advertised.listeners", "log.dirs"})
+
+NOT_ACTED_DOC = ("Kafka broker setting that minikafka describes with Kafka's default and accepts where Kafka "
+                 "does, but does not act on (see broker/CONFIGS.md).")
+OWN_SETTING_DOC = "minikafka's own setting (Kafka has no such config)."
 
 
-def _complete_broker_table() -> None:
-    # Anything broker.config knows but this table lacks is still described, read-only.
-    try:
-        from minikafka.broker.config import BROKER_SETTINGS
-    except Exception:  # pragma: no cover - broker.config is written in parallel
-        return
+def validator_from_spec(spec) -> Validator | None:
+    """A validator from its data form in broker/kafka_configs.py."""
+    if spec is None:
+        return None
+    kind = spec[0]
+    if kind == "range":
+        lo, hi = spec[1], spec[2]
+        if lo is not None and hi is not None:
+            return between(lo, hi)
+        if lo is not None:
+            return at_least(lo)
+        return at_most(hi)
+    if kind == "in":
+        return one_of(*spec[1])
+    if kind == "in_ci":
+        return one_of_ignore_case(*spec[1])
+    if kind == "list_in":
+        return each_one_of(*spec[1])
+    if kind == "non_empty":
+        return _non_empty
+    if kind == "gzip_level":
+        return _gzip_level
+    raise ValueError(f"unknown validator {spec!r}")
+
+
+def _typed_default(name: str, type_: ConfigType, text: str | None) -> Any:
+    if text is None:
+        return None
+    if type_ is ConfigType.LIST:
+        return [] if not text.strip() else _LIST_SPLIT.split(text.strip())
+    if type_ in (ConfigType.STRING, ConfigType.CLASS, ConfigType.PASSWORD):
+        return text
+    return parse_typed(name, type_, text)
+
+
+_BROKER_TABLE: dict[str, ConfigKey] | None = None
+
+
+def broker_configs() -> dict[str, ConfigKey]:
+    """Every broker config this broker describes, built on first use (not at start-up).
+
+    Kafka 4.2's configs (broker/kafka_configs.py: types, defaults, validators, update modes),
+    with minikafka's own documentation and deliberate defaults for the ones it acts on, then
+    minikafka's own settings (broker/config.py) that Kafka lacks, read-only.
+    """
+    global _BROKER_TABLE
+    if _BROKER_TABLE is not None:
+        return _BROKER_TABLE
+    from minikafka.broker import kafka_configs
+    from minikafka.broker.config import BROKER_SETTINGS
+
+    own = {k.name: k for k in _OWN_BROKER_KEYS}
+    table: dict[str, ConfigKey] = {}
+    for name, type_name, default_text, spec, mode in kafka_configs.BROKER:
+        type_ = ConfigType[type_name]
+        default = _typed_default(name, type_, default_text)
+        mine = own.get(name)
+        acted = mine is not None or name in BROKER_SETTINGS
+        doc = mine.doc if mine is not None else (BROKER_SETTINGS[name].doc if name in BROKER_SETTINGS
+                                                 else NOT_ACTED_DOC)
+        if mine is not None and name in _OWN_DEFAULTS:
+            default = mine.default
+        elif name in _OWN_DEFAULTS and name in BROKER_SETTINGS:
+            default = _typed_default(name, type_, str(BROKER_SETTINGS[name].default))
+        table[name] = ConfigKey(name, type_, default, doc, validator_from_spec(spec), mode != "read-only",
+                                mode, acted)
     types = {"boolean": T.BOOLEAN, "int": T.INT, "long": T.LONG, "short": T.SHORT, "double": T.DOUBLE,
              "string": T.STRING, "list": T.LIST, "class": T.CLASS, "password": T.PASSWORD}
     for name, setting in BROKER_SETTINGS.items():
-        if name in BROKER_CONFIGS:
+        if name in table:
             continue
-        type_ = types.get(getattr(setting, "type", "string"), T.STRING)
+        type_ = types.get(setting.type, T.STRING)
         default = setting.default
         if type_ is T.LIST and isinstance(default, str):
             default = [p for p in _LIST_SPLIT.split(default.strip()) if p] if default.strip() else []
-        BROKER_CONFIGS[name] = ConfigKey(name, type_, default, getattr(setting, "doc", ""), None, False)
+        table[name] = ConfigKey(name, type_, default, setting.doc or OWN_SETTING_DOC, None, False, None, True)
+    _BROKER_TABLE = table
+    return table
 
 
-_complete_broker_table()
+def group_configs() -> dict[str, ConfigKey]:
+    """Kafka 4.2's group configs (ConfigResource type GROUP), see broker/group_configs.py."""
+    from minikafka.broker import kafka_configs
 
-DYNAMIC_BROKER_CONFIGS = frozenset(k.name for k in BROKER_CONFIGS.values() if k.dynamic)
+    return {name: ConfigKey(name, ConfigType[type_name], _typed_default(name, ConfigType[type_name], text),
+                            "", validator_from_spec(spec), True, None, True)
+            for name, type_name, text, spec, _ in kafka_configs.GROUP}
+
+
+def __getattr__(name: str):
+    # BROKER_CONFIGS / DYNAMIC_BROKER_CONFIGS load Kafka's table with their first reader.
+    if name == "BROKER_CONFIGS":
+        return broker_configs()
+    if name == "DYNAMIC_BROKER_CONFIGS":
+        return frozenset(k.name for k in broker_configs().values() if k.dynamic)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # -- topic names --------------------------------------------------------------------------
@@ -566,48 +710,216 @@ def apply_incremental(current: Mapping[str, str], ops: Iterable[tuple[str, int, 
 
 # -- dynamic broker configs ---------------------------------------------------------------
 
-DYNAMIC_CONFIG_FILE = "dynamic-broker-configs.json"
+DYNAMIC_CONFIG_FILE = "dynamic-broker-configs.json"  # before the metadata log held them (migrated)
+ELR_FEATURE = "eligible.leader.replicas.version"
+LISTENER_PREFIX = re.compile(r"listener\.name\.[^.]+\.(.+)")
+# Kafka's SslConfigs.RECONFIGURABLE_CONFIGS: only per listener (listener.name.<l>.<name>).
+SSL_PER_LISTENER = frozenset({
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+    "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.type",
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates"})
+# Kafka's DynamicThreadPool configs: a change may at most double or halve the running count.
+THREAD_POOLS = ("num.io.threads", "num.network.threads", "num.replica.fetchers",
+                "num.recovery.threads.per.data.dir", "background.threads")
+_DYNAMIC_INVALID = "Invalid value org.apache.kafka.common.config.ConfigException: {} for configuration Invalid dynamic configuration"
+
+
+class BrokerConfigRefused(ConfigError):
+    """A dynamic broker change Kafka refuses; ``code`` is its error (INVALID_REQUEST or INVALID_CONFIG)."""
+
+    def __init__(self, message: str, code: int = 42):
+        super().__init__(message)
+        self.code = code
+
+
+ConfigRefused = BrokerConfigRefused  # also raised for GROUP resources (broker/group_configs.py)
 
 
 def scala_set(names: Iterable[str]) -> str:
     return "Set(" + ", ".join(names) + ")"
 
 
-def validate_broker_changes(props: Mapping[str, str]) -> dict[str, str]:
-    """Kafka's DynamicBrokerConfig.validate for a resource's new dynamic set.
+def validate_broker_changes(props: Mapping[str, str], per_broker: bool = True,
+                            current: Callable[[str], str | None] | None = None) -> dict[str, str]:
+    """Kafka's DynamicBrokerConfig.validate for a BROKER resource's new dynamic set.
 
-    Raises ConfigError whose message Kafka answers with INVALID_REQUEST (KAFKA-13609 keeps it
-    that way).  Names we do not know are refused like read-only ones: this broker cannot honour a
-    setting it does not have.
+    In Kafka's order: read-only names ("Cannot update these configs dynamically"), the SSL key and
+    trust store settings outside a listener prefix, per-broker names (the listener/SSL/SASL ones,
+    prefixed or not) at the cluster default, then types, validators and the reconfiguration
+    checks (thread pools, class names, listeners).  Names Kafka does not know are accepted and
+    kept, as Kafka keeps them.  Raises BrokerConfigRefused (INVALID_REQUEST unless noted);
+    returns the values to store, canonical for known names.  ``current`` gives a config's
+    running value (the thread-pool rule).
     """
-    non_dynamic = [name for name in props if name not in DYNAMIC_BROKER_CONFIGS]
-    if non_dynamic:
-        raise ConfigError("Cannot update these configs dynamically: " + scala_set(non_dynamic))
-    return {name: BROKER_CONFIGS[name].canonical(value) for name, value in props.items()}
+    table = broker_configs()
+
+    def base(name: str) -> str:
+        m = LISTENER_PREFIX.fullmatch(name)
+        return m.group(1) if m else name
+
+    read_only = [n for n in props if n in table and not table[n].dynamic]
+    if read_only:
+        raise BrokerConfigRefused("Cannot update these configs dynamically: " + scala_set(read_only))
+    ssl = [n for n in props if n in SSL_PER_LISTENER]
+    if ssl:
+        raise BrokerConfigRefused("These security configs can be dynamically updated only per-listener using "
+                                  "the listener prefix: HashSet(" + ", ".join(ssl) + ")")
+    if not per_broker:
+        at_default = [n for n in props if LISTENER_PREFIX.fullmatch(n) or
+                      (n in table and table[n].mode == "per-broker")]
+        if at_default:
+            raise BrokerConfigRefused("Cannot update these configs at default cluster level, broker id must be "
+                                      "specified: " + scala_set(at_default))
+    parsed: dict[str, Any] = {}
+    for name, value in props.items():  # ConfigDef.parse: every type first ...
+        key = table.get(base(name))
+        if key is not None and value is not None:
+            parsed[name] = parse_typed(name, key.type, value)
+    for name, value in parsed.items():  # ... then the validators
+        key = table[base(name)]
+        if key.validator is not None:
+            key.validator(name, value)
+    for name, value in parsed.items():
+        _check_reconfiguration(base(name), name, value, table[base(name)], current)
+    return {name: (to_string(table[base(name)].type, parsed[name]) if name in parsed else value)
+            for name, value in props.items()}
+
+
+def _check_reconfiguration(name: str, given: str, value: Any, key: ConfigKey,
+                           current: Callable[[str], str | None] | None) -> None:
+    """The checks Kafka's reconfigurable components make on a new value."""
+    running = None
+    if current is not None and (name in THREAD_POOLS or name == "log.cleaner.threads"):
+        text = current(name)
+        running = int(text) if text is not None else key.default
+    if name in THREAD_POOLS and running is not None:
+        if value > 2 * running:
+            raise BrokerConfigRefused(_DYNAMIC_INVALID.format(
+                f"Dynamic thread count update validation failed for {name}={value}, value should not be "
+                f"greater than double the current value {running}"))
+        if value < running / 2:
+            raise BrokerConfigRefused(_DYNAMIC_INVALID.format(
+                f"Dynamic thread count update validation failed for {name}={value}, value should be at "
+                f"least half the current value {running}"))
+    if name == "log.cleaner.threads" and running is not None:
+        if value == 0:
+            raise BrokerConfigRefused("/ by zero")  # Kafka 4.2's own answer (its check divides by it)
+        if value > 2 * running:
+            raise BrokerConfigRefused(_DYNAMIC_INVALID.format(
+                f"Log cleaner threads cannot be increased to more than double the current value {running}"))
+    if key.type is ConfigType.CLASS and value and value != key.default:
+        # No JVM here: the classes Kafka would load are its defaults; anything else is not found.
+        raise BrokerConfigRefused(f"Invalid value {value} for configuration {given}: Class {value} could not be found.")
+    if name == "max.connections.per.ip.overrides" and value:
+        for item in value.split(","):
+            host, sep, count = item.strip().rpartition(":")
+            if not sep:
+                raise BrokerConfigRefused(f"Error parsing configuration property '{given}': begin 0, end -1, "
+                                          f"length {len(item.strip())}")
+            if not _INT_RE.fullmatch(count.strip()):
+                raise BrokerConfigRefused(f'For input string: "{count.strip()}"')
+    if name == "listeners":
+        for item in value:
+            if not re.fullmatch(r"[A-Za-z0-9_]+://(\[[^\]]*\]|[^:/]*):-?[0-9]+", item):
+                raise BrokerConfigRefused(f"Error creating broker listeners from '[{', '.join(value)}]': "
+                                          f"Unable to parse {item} to a broker endpoint")
+    if name == "listener.security.protocol.map" and value:
+        for item in value.split(","):
+            if ":" not in item:
+                raise BrokerConfigRefused(f"Error parsing configuration property '{given}': begin 0, end -1, "
+                                          f"length {len(item)}")
+
+
+def check_listener_update(old: Mapping[str, str], new: Mapping[str, str], listener_names: Iterable[str]) -> None:
+    """Kafka 4.2 on a per-broker change (validate-only too), as answered: while the new set
+    holds listener.name.<l>.* settings for one of this broker's listeners, a change of an
+    unprefixed per-broker (listener / SSL / SASL) setting is refused, because those listeners
+    cannot be rebuilt in place."""
+    table = broker_configs()
+    prefixed = {m.group(0).split(".")[2] for m in (LISTENER_PREFIX.fullmatch(n) for n in new) if m}
+    existing = [name for name in listener_names if name.lower() in prefixed]
+    if not existing:
+        return
+    changed = [n for n in set(old) | set(new) if old.get(n) != new.get(n)
+               and n in table and table[n].mode == "per-broker"]
+    if changed:
+        raise BrokerConfigRefused(_DYNAMIC_INVALID.format(
+            f"Configs cannot be updated dynamically for existing listener ListenerName({existing[0]}), restart "
+            "broker or create a new listener for update"))
+
+
+def check_cluster_min_insync(controller, new_default: Mapping[str, str]) -> None:
+    """KIP-966: with ELR on, the cluster-level min.insync.replicas stays (INVALID_CONFIG)."""
+    if elr_enabled(controller) and "min.insync.replicas" not in new_default:
+        raise BrokerConfigRefused("Cluster-level min.insync.replicas cannot be removed while ELR is enabled.", 40)
+
+
+def elr_enabled(controller) -> bool:
+    features = getattr(controller, "finalized_features", None) or {}
+    return int(features.get(ELR_FEATURE, 1)) >= 1
+
+
+def ensure_cluster_min_insync_replicas(controller) -> None:
+    """KIP-966 as Kafka 4.1+ does it: while eligible.leader.replicas.version is 1 (the default of a
+    new cluster) the cluster default (BROKER "") holds min.insync.replicas, written once from the
+    static setting; every topic then reports it as DYNAMIC_DEFAULT_BROKER_CONFIG."""
+    set_configs = getattr(controller, "set_resource_configs", None)
+    if set_configs is None or not elr_enabled(controller):
+        return
+    current = controller.resource_configs.get((ResourceType.BROKER, ""), {})
+    if "min.insync.replicas" in current:
+        return
+    value = controller.config.get("min.insync.replicas")
+    set_configs(ResourceType.BROKER, "", {**current, "min.insync.replicas": str(value)})
 
 
 class DynamicBrokerConfigs:
     """The KIP-226 dynamic broker configs: one per-broker set and the cluster-wide default.
 
+    Kept in the metadata log as ``config`` records (broker/controller.py, KRaft's ConfigRecord);
+    without a controller (unit tests of this class) in memory, or in the JSON file at ``path``.
+    A JSON file left by an older minikafka is moved into the metadata log on first use.
     ``static`` is the snapshot of the settings given at start-up (file, environment, flags),
     taken before any dynamic change is pushed into the BrokerConfig.
     """
 
-    def __init__(self, broker_config: Any, path: str | None = None):
+    def __init__(self, broker_config: Any, path: str | None = None, controller: Any = None):
         self.config = broker_config
         self.path = path
-        self.static: dict[str, str] = {}
+        self.controller = controller if getattr(controller, "set_resource_configs", None) else None
+        self.node = str(getattr(broker_config, "node_id", 1))
         overrides = getattr(broker_config, "overrides", None) or {}
-        for name, value in overrides.items():
-            key = BROKER_CONFIGS.get(name)
-            if key is not None and value is not None:
-                self.static[name] = _stringify(key, value)
         self._static_typed = dict(overrides)
-        self.per_broker: dict[str, str] = {}
-        self.cluster_default: dict[str, str] = {}
+        self._static: dict[str, str] | None = None
+        self._per_broker: dict[str, str] = {}
+        self._cluster_default: dict[str, str] = {}
         if path:
             self._load()
         self._push(set(self.per_broker) | set(self.cluster_default))
+
+    @property
+    def static(self) -> dict[str, str]:
+        # Stringified lazily: it needs the config table, which loads with the first DescribeConfigs.
+        if self._static is None:
+            table = broker_configs()
+            self._static = {}
+            for name, value in self._static_typed.items():
+                key = table.get(name)
+                if key is not None and value is not None:
+                    self._static[name] = _stringify(key, value)
+        return self._static
+
+    @property
+    def per_broker(self) -> dict[str, str]:
+        if self.controller is not None:
+            return self.controller.resource_configs.get((ResourceType.BROKER, self.node), {})
+        return self._per_broker
+
+    @property
+    def cluster_default(self) -> dict[str, str]:
+        if self.controller is not None:
+            return self.controller.resource_configs.get((ResourceType.BROKER, ""), {})
+        return self._cluster_default
 
     def resource(self, per_broker: bool) -> dict[str, str]:
         return self.per_broker if per_broker else self.cluster_default
@@ -615,24 +927,37 @@ class DynamicBrokerConfigs:
     def replace(self, per_broker: bool, configs: Mapping[str, str]) -> None:
         old = self.resource(per_broker)
         changed = set(old) | set(configs)
-        if per_broker:
-            self.per_broker = dict(configs)
+        if self.controller is not None:
+            self.controller.set_resource_configs(ResourceType.BROKER, self.node if per_broker else "", dict(configs))
         else:
-            self.cluster_default = dict(configs)
-        self._save()
+            if per_broker:
+                self._per_broker = dict(configs)
+            else:
+                self._cluster_default = dict(configs)
+            self._save()
         self._push(changed)
 
     def effective(self, name: str) -> str | None:
-        for layer in (self.per_broker, self.cluster_default, self.static):
+        for layer in (self.per_broker, self.cluster_default):
             if name in layer:
                 return layer[name]
+        if name in self._static_typed:
+            return self.static.get(name)
         return None
 
     def _push(self, names: Iterable[str]) -> None:
-        # Make the running broker see the effective value of every changed name.
+        # Make the running broker see the effective value of every changed name it acts on.
+        # Listener and security settings (per-broker, or listener.name.* prefixed) are kept and
+        # described, not pushed: listeners and TLS contexts are built at start.
+        from minikafka.broker.config import BROKER_SETTINGS
+
         setter = getattr(self.config, "set", None)
         unsetter = getattr(self.config, "unset", None)
         for name in names:
+            if name not in BROKER_SETTINGS or LISTENER_PREFIX.fullmatch(name):
+                continue
+            if BROKER_SETTINGS[name].read_only:
+                continue
             dynamic = self.per_broker.get(name, self.cluster_default.get(name))
             try:
                 if dynamic is not None:
@@ -644,7 +969,7 @@ class DynamicBrokerConfigs:
                         overrides[name] = self._static_typed[name]
                 elif unsetter is not None:
                     unsetter(name)
-            except Exception as exc:  # a name broker.config does not know: described, not applied
+            except Exception as exc:  # a value broker.config parses differently: described, not applied
                 log.debug("dynamic config %s not applied to BrokerConfig: %s", name, exc)
 
     def _load(self) -> None:
@@ -656,8 +981,20 @@ class DynamicBrokerConfigs:
         except (OSError, ValueError) as exc:
             log.warning("ignoring unreadable %s: %s", self.path, exc)
             return
-        self.per_broker = {str(k): str(v) for k, v in (data.get("broker") or {}).items()}
-        self.cluster_default = {str(k): str(v) for k, v in (data.get("default") or {}).items()}
+        per_broker = {str(k): str(v) for k, v in (data.get("broker") or {}).items()}
+        default = {str(k): str(v) for k, v in (data.get("default") or {}).items()}
+        if self.controller is None:
+            self._per_broker, self._cluster_default = per_broker, default
+            return
+        # An older minikafka's file: into the metadata log once, then out of the way.
+        if per_broker and not self.per_broker:
+            self.controller.set_resource_configs(ResourceType.BROKER, self.node, per_broker)
+        if default:
+            self.controller.set_resource_configs(ResourceType.BROKER, "", {**self.cluster_default, **default})
+        try:
+            os.replace(self.path, self.path + ".migrated")
+        except OSError as exc:
+            log.warning("could not rename %s after moving it into the metadata log: %s", self.path, exc)
 
     def _save(self) -> None:
         if not self.path:
@@ -665,7 +1002,7 @@ class DynamicBrokerConfigs:
         tmp = self.path + ".tmp"
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"broker": self.per_broker, "default": self.cluster_default}, fh, sort_keys=True)
+            json.dump({"broker": self._per_broker, "default": self._cluster_default}, fh, sort_keys=True)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.path)
@@ -684,7 +1021,8 @@ _STORE_ATTR = "_admin_dynamic_configs"
 
 
 def dynamic_configs(broker: Any) -> DynamicBrokerConfigs:
-    """The broker's DynamicBrokerConfigs, created (and loaded from the data dir) on first use.
+    """The broker's DynamicBrokerConfigs, created on first use (a JSON file of an older minikafka
+    in the data dir is moved into the metadata log then).
 
     Kept on the BrokerConfig itself, exactly one per config: a second one would mistake the
     dynamic values already pushed into the config for static settings.
@@ -694,7 +1032,7 @@ def dynamic_configs(broker: Any) -> DynamicBrokerConfigs:
     if store is None:
         data_dir = getattr(config, "data_dir", None)
         path = os.path.join(data_dir, DYNAMIC_CONFIG_FILE) if data_dir else None
-        store = DynamicBrokerConfigs(config, path)
+        store = DynamicBrokerConfigs(config, path, getattr(broker, "controller", None))
         setattr(config, _STORE_ATTR, store)
     return store
 
@@ -717,7 +1055,7 @@ def broker_synonyms(name: str, names: Iterable[str], store: DynamicBrokerConfigs
             if n in layer:
                 out.append(_synonym(n, layer[n], source, sensitive))
     for n in names:
-        key = BROKER_CONFIGS.get(n)
+        key = broker_configs().get(n)
         if key is not None and key.default is not None:
             out.append(_synonym(n, key.default_string, ConfigSource.DEFAULT_CONFIG, sensitive))
     # Kafka drops leading entries that are not the described name itself.
@@ -773,12 +1111,37 @@ def topic_entry(name: str, overrides: Mapping[str, str], store: DynamicBrokerCon
     }
 
 
+# Settings this broker has from how it runs (Kafka reads them from server.properties, so it
+# describes them as STATIC_BROKER_CONFIG).
+RUNTIME_STATIC = frozenset({"node.id", "broker.id", "log.dirs", "listeners", "advertised.listeners",
+                            "process.roles", "inter.broker.listener.name"})
+
+
+def _key(name: str) -> ConfigKey:
+    key = broker_configs().get(name)
+    if key is None:  # a name Kafka does not know, set dynamically or statically: kept as given
+        key = ConfigKey(name, ConfigType.UNKNOWN, None, None, None, False, None, False)
+    return key
+
+
+def described_broker_names(store: DynamicBrokerConfigs) -> list[str]:
+    """What DescribeConfigs lists for this broker without keys: Kafka's configs, and the other
+    names set here (minikafka's own settings, names unknown to Kafka set dynamically), as Kafka
+    lists the originals of its server.properties."""
+    table = broker_configs()
+    names = {n for n, k in table.items() if k.mode is not None}
+    names.update(n for n in store._static_typed if n in table or LISTENER_PREFIX.fullmatch(n))
+    names.update(store.per_broker)
+    names.update(store.cluster_default)
+    return sorted(names)
+
+
 def broker_value(name: str, store: DynamicBrokerConfigs) -> str | None:
     """Current value of a broker config as this broker runs with it."""
     value = store.effective(name)
     if value is not None:
         return value
-    key = BROKER_CONFIGS[name]
+    key = _key(name)
     config = store.config
     if name in ("node.id", "broker.id"):
         return str(getattr(config, "node_id", key.default))
@@ -790,27 +1153,45 @@ def broker_value(name: str, store: DynamicBrokerConfigs) -> str | None:
     if name == "advertised.listeners":
         advertised = getattr(config, "advertised", None)
         return f"PLAINTEXT://{advertised[0]}:{advertised[1]}" if advertised else None
+    if name == "process.roles":
+        return "broker,controller"  # one node, broker and controller in one (Kafka's combined mode)
+    if name == "inter.broker.listener.name":
+        listeners = config.get("listeners") if hasattr(config, "get") else ""
+        first = str(listeners or "PLAINTEXT://").split(",")[0]
+        return first.split("://")[0] or "PLAINTEXT"
     return key.default_string
 
 
 def broker_entry(name: str, store: DynamicBrokerConfigs, per_broker: bool,
                  include_synonyms: bool, include_documentation: bool) -> dict:
     """One DescribeConfigs entry for a broker config (Kafka's createBrokerConfigEntry)."""
-    key = BROKER_CONFIGS[name]
-    synonyms = broker_synonyms(name, BROKER_SYNONYMS.get(name, (name,)), store, key.sensitive)
+    key = _key(name)
+    prefixed = LISTENER_PREFIX.fullmatch(name)
+    read_only = not key.dynamic
+    if prefixed and prefixed.group(1) in broker_configs():
+        # A listener's own value (listener.name.<l>.<config>): described with the config's type,
+        # read-only as Kafka reports it, the unprefixed config's layers as its further synonyms.
+        base = broker_configs()[prefixed.group(1)]
+        key = ConfigKey(name, base.type, None, base.doc, None, False, None, base.acted)
+        read_only = True
+        synonyms = (broker_synonyms(name, (name,), store, key.sensitive)
+                    + broker_synonyms(base.name, BROKER_SYNONYMS.get(base.name, (base.name,)), store, key.sensitive))
+    else:
+        synonyms = broker_synonyms(name, BROKER_SYNONYMS.get(name, (name,)), store, key.sensitive)
     if per_broker:
         value = broker_value(name, store)
     else:
         synonyms = [s for s in synonyms if s["source"] == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]
         value = store.cluster_default.get(name)
     # Settings that only exist at run time (listeners, log.dirs, node.id) are static.
-    if per_broker and not synonyms and value is not None and key.default is None:
-        synonyms = [_synonym(name, value, ConfigSource.STATIC_BROKER_CONFIG, key.sensitive)]
+    if (per_broker and name in RUNTIME_STATIC and value is not None
+            and not any(s["source"] != ConfigSource.DEFAULT_CONFIG for s in synonyms)):
+        synonyms.insert(0, _synonym(name, value, ConfigSource.STATIC_BROKER_CONFIG, key.sensitive))
     source = synonyms[0]["source"] if synonyms else int(ConfigSource.DEFAULT_CONFIG)
     return {
         "name": name,
         "value": None if key.sensitive else value,
-        "read_only": not key.dynamic,
+        "read_only": read_only,
         "is_default": source == ConfigSource.DEFAULT_CONFIG,
         "config_source": source,
         "is_sensitive": key.sensitive,

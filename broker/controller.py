@@ -13,6 +13,9 @@ controller): every change is appended to storage's metadata log first and then a
 * ``{"type": "feature_level", "name", "level"}`` (UpdateFeatures; level 0 turns the feature off);
 * ``{"type": "client_quota", "entity": [[type, name or None], ...], "key", "value" or None}``
   (AlterClientQuotas; None removes the key, a None name is the default entity).
+* ``{"type": "config", "resource_type": 4 or 32, "resource_name", "configs"}``: the whole dynamic
+  config set of a BROKER resource ("" the cluster default, "1" this node) or a GROUP, after a
+  change (KRaft: ConfigRecord; see broker/configs.py and broker/group_configs.py).
 * SCRAM credentials, ACLs and delegation tokens: see broker/security/store.py.
 
 Partition data lives in storage's LogManager, one PartitionLog per (topic, partition).
@@ -84,6 +87,9 @@ class Controller:
         self._next_producer_id = 0
         self.finalized_features: dict[str, int] = {}
         self.client_quotas: dict[tuple, dict[str, float]] = {}
+        # (config resource type, name) -> dynamic configs: BROKER ("" and the node id), GROUP
+        self.resource_configs: dict[tuple[int, str], dict[str, str]] = {}
+        self._replayed = True  # False while start-up replays the metadata log
         self.metadata_records = 0  # records replayed and committed: the metadata log's end offset
         self._metadata_log = metadata_log
         self._logs = log_manager
@@ -92,10 +98,15 @@ class Controller:
         # SCRAM credentials and ACLs (issue 12) live in the same log; the store applies them.
         self.security = SecurityStore(self._commit, config)
         self.scram_credentials = self.security.scram_credentials
+        self._replayed = False
         for record in metadata_log.records():
             self._apply(record)
+        self._replayed = True
         if self.cluster_id is None:
             self._commit({"type": "cluster", "cluster_id": new_cluster_id()})
+        from .configs import ensure_cluster_min_insync_replicas
+
+        ensure_cluster_min_insync_replicas(self)  # KIP-966, as Kafka 4.1+ at activation
         self.producer_ids = ProducerIdManager(lambda: self._next_producer_id, self._reserve_producer_ids)
         self.producer_states = ProducerStateManager()
         # A crash between a remove_topic record and the directory removal leaves partition
@@ -161,6 +172,15 @@ class Controller:
                     del self.client_quotas[entity]
             else:
                 values[record["key"]] = float(record["value"])
+        elif kind == "config":
+            key = (int(record["resource_type"]), str(record["resource_name"]))
+            configs = {str(k): str(v) for k, v in (record.get("configs") or {}).items()}
+            if configs or (key[0] == 32 and self._replayed):
+                # A group whose configs were all removed stays known until the next start (Kafka
+                # 4.2 keeps listing it in ListConfigResources until its broker restarts).
+                self.resource_configs[key] = configs
+            else:
+                self.resource_configs.pop(key, None)
         elif self.security.apply(record):
             pass
         else:
@@ -168,6 +188,14 @@ class Controller:
 
     def set_feature_level(self, name: str, level: int) -> None:
         self._commit({"type": "feature_level", "name": name, "level": int(level)})
+        from .configs import ensure_cluster_min_insync_replicas
+
+        ensure_cluster_min_insync_replicas(self)
+
+    def set_resource_configs(self, resource_type: int, name: str, configs: dict[str, str]) -> None:
+        """Replace the dynamic configs of a BROKER or GROUP resource (durable before visible)."""
+        self._commit({"type": "config", "resource_type": int(resource_type), "resource_name": name,
+                      "configs": dict(configs)})
 
     def alter_client_quota(self, entity: tuple, key: str, value: float | None) -> None:
         self._commit({"type": "client_quota", "entity": [list(e) for e in entity], "key": key,

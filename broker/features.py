@@ -25,6 +25,7 @@ GROUP_VERSION = "group.version"
 TRANSACTION_VERSION = "transaction.version"
 SHARE_VERSION = "share.version"
 STREAMS_VERSION = "streams.version"
+ELR_VERSION = "eligible.leader.replicas.version"
 
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 INVALID_UPDATE_VERSION = 95
@@ -35,6 +36,9 @@ _FEATURES = {
     METADATA_VERSION: (7, 25, 25),
     KRAFT_VERSION: (0, 0, 0),
     TRANSACTION_VERSION: (0, 2, 2),  # 2: transactions V2 (KIP-890 part 2), Kafka 4.2's default
+    # 1: eligible leader replicas (KIP-966), on in a new Kafka 4.1+ cluster; with it the cluster
+    # default holds min.insync.replicas (broker/configs.py ensure_cluster_min_insync_replicas).
+    ELR_VERSION: (0, 1, 1),
 }
 
 

@@ -733,10 +733,14 @@ def _activate(broker, info) -> "GroupCoordinator":
     from ..share.apis import BrokerHooks
     from ..share.group_manager import ShareConfig
     from ..streams.manager import StreamsConfig
+    from minikafka.broker import group_configs
 
+    consumer_config = ConsumerConfig.from_broker_config(broker.config)
+    # Each group's own consumer.* configs (ConfigResource GROUP), read at every heartbeat.
+    consumer_config.group_configs = lambda group_id: group_configs.effective(broker, group_id)
     coordinator = GroupCoordinator(info.num_partitions, lambda p: PartitionLogAdapter(broker, p), timer,
                                    broker, GroupConfig.from_broker_config(broker.config),
-                                   ConsumerConfig.from_broker_config(broker.config),
+                                   consumer_config,
                                    topic_image(broker.controller),
                                    ShareConfig.from_broker_config(broker.config), BrokerHooks(broker),
                                    StreamsConfig.from_broker_config(broker.config))

@@ -40,7 +40,7 @@ import logging
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from minikafka.protocol.errors import ErrorCode
 
@@ -309,6 +309,21 @@ class ConsumerConfig:
     max_size: int = 2147483647
     assignors: tuple[str, ...] = ("uniform", "range")
     migration_policy: str = "bidirectional"
+    # group id -> that group's configs in force (broker/group_configs.py ``effective``); None:
+    # the broker-wide values above for every group.
+    group_configs: Optional[Callable[[str], Mapping[str, Any]]] = None
+
+    def session_timeout_for(self, group_id: str | None) -> int:
+        """consumer.session.timeout.ms of this group (its GROUP config, else the broker's)."""
+        if self.group_configs is None or group_id is None:
+            return self.session_timeout_ms
+        return int(self.group_configs(group_id).get("consumer.session.timeout.ms", self.session_timeout_ms))
+
+    def heartbeat_interval_for(self, group_id: str | None) -> int:
+        """consumer.heartbeat.interval.ms of this group (its GROUP config, else the broker's)."""
+        if self.group_configs is None or group_id is None:
+            return self.heartbeat_interval_ms
+        return int(self.group_configs(group_id).get("consumer.heartbeat.interval.ms", self.heartbeat_interval_ms))
 
     @classmethod
     def from_broker_config(cls, config) -> "ConsumerConfig":
@@ -493,19 +508,21 @@ class ConsumerGroupManager:
         if timeout_ms is None:
             group = self.groups.get(group_id)
             member = None if group is None else group.members.get(member_id)
-            timeout_ms = self.session_timeout_of(member)
+            timeout_ms = self.session_timeout_of(member, group_id)
         self.runtime.schedule(_session_key(group_id, member_id), timeout_ms,
                        lambda: self.fence_by_timer(group_id, member_id, "session timeout"))
 
-    def session_timeout_of(self, member: Optional[ConsumerMember]) -> int:
-        """A classic member keeps the session timeout it joined with; others get the group's."""
+    def session_timeout_of(self, member: Optional[ConsumerMember], group_id: str | None = None) -> int:
+        """A classic member keeps the session timeout it joined with; others get the group's
+        (its consumer.session.timeout.ms group config, else the broker's)."""
         if member is not None and member.classic is not None:
             return member.classic.session_timeout_ms
-        return self.config.session_timeout_ms
+        return self.config.session_timeout_for(group_id)
 
     def _schedule_revocation(self, group_id: str, member: ConsumerMember) -> None:
         member_id = member.member_id
-        timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else self.config.session_timeout_ms
+        timeout = (member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0
+                   else self.config.session_timeout_for(group_id))
         self.runtime.schedule(_revocation_key(group_id, member_id), timeout,
                        lambda: self.fence_by_timer(group_id, member_id, "revocation timeout"))
 
@@ -689,7 +706,7 @@ class ConsumerGroupManager:
         changed = current_before is None or not current_before.same_assignment(reconciled)
         response = {"error_code": ErrorCode.NONE, "error_message": None, "member_id": member_id,
                     "member_epoch": reconciled.member_epoch,
-                    "heartbeat_interval_ms": self.config.heartbeat_interval_ms,
+                    "heartbeat_interval_ms": self.config.heartbeat_interval_for(group_id),
                     "assignment": {"topic_partitions": _to_wire(reconciled.assigned)} if (changed or full) else None}
         if group_id not in self.groups and not group.members:
             # The records create it on replay; make sure an empty-but-new group exists even if none is written.

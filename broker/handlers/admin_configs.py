@@ -1,9 +1,11 @@
 """Config administration: DescribeConfigs (32) v1-4, AlterConfigs (33) v0-2,
 IncrementalAlterConfigs (44) v0-1.
 
-Resources: TOPIC (2), BROKER (4, name "" = cluster-wide default, or our node id) and
-BROKER_LOGGER (8, Python logging levels under log4j names).  GROUP and CLIENT_METRICS answer
-INVALID_REQUEST.  The config table, sources and synonyms are in ``broker.configs``.
+Resources: TOPIC (2), BROKER (4, name "" = cluster-wide default, or our node id), BROKER_LOGGER
+(8, Python logging levels under log4j names) and GROUP (32, a group id: broker/group_configs.py).
+CLIENT_METRICS answers INVALID_REQUEST.  The config table, sources and synonyms are in
+``broker.configs`` (Kafka 4.2's broker configs from broker/kafka_configs.py, loaded with the first
+request that needs them).
 
 * DescribeConfigs: all configs when ``configuration_keys`` is null or empty, else the named ones
   (unknown names are left out, as Kafka does).  v1+ reports config_source and, when asked,
@@ -155,12 +157,15 @@ def _describe_one(broker, resource: dict, include_synonyms: bool, include_docume
                 for n in _select(cfg.TOPIC_CONFIGS, keys)]
     if rtype == ResourceType.BROKER:
         if not name:
-            names = _select(store.cluster_default, keys)
             return [cfg.broker_entry(n, store, False, include_synonyms, include_documentation)
-                    for n in names if n in cfg.BROKER_CONFIGS]
+                    for n in _select(store.cluster_default, keys)]
         _parse_broker_name(name, _node_id(broker), describe=True)
         return [cfg.broker_entry(n, store, True, include_synonyms, include_documentation)
-                for n in _select(cfg.BROKER_CONFIGS, keys)]
+                for n in _select(cfg.described_broker_names(store), keys)]
+    if rtype == ResourceType.GROUP:
+        from minikafka.broker import group_configs
+
+        return group_configs.describe(broker, name, keys, include_synonyms, include_documentation)
     if rtype == ResourceType.BROKER_LOGGER:
         if not name:
             raise ResourceError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
@@ -187,6 +192,9 @@ def _authorize_resource(ctx, resource: dict, operation: int) -> None:
     if resource["resource_type"] == ResourceType.TOPIC:
         if not az.authorize(ctx, operation, az.TOPIC, resource["resource_name"]):
             raise ResourceError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+    elif resource["resource_type"] == ResourceType.GROUP:
+        if not az.authorize(ctx, operation, az.GROUP, resource["resource_name"]):
+            raise ResourceError(ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
     elif not az.authorize(ctx, operation, az.CLUSTER):
         raise ResourceError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
 
@@ -205,6 +213,8 @@ async def describe_configs(ctx, body: dict) -> dict:
             result["configs"] = _describe_one(broker, resource, include_synonyms, include_documentation)
         except ResourceError as exc:
             result.update(error_code=exc.code, error_message=exc.message if exc.message is not None else "")
+        except cfg.ConfigRefused as exc:
+            result.update(error_code=exc.code, error_message=str(exc))
         results.append(result)
     return {"throttle_time_ms": 0, "results": results}
 
@@ -270,6 +280,7 @@ def _alter_broker(broker, name: str, configs: list[dict], incremental: bool, val
     store = cfg.dynamic_configs(broker)
     per_broker = bool(name)
     current = dict(store.resource(per_broker))
+    table = cfg.broker_configs()
     if incremental:
         new = dict(current)
         for c in configs:
@@ -279,26 +290,48 @@ def _alter_broker(broker, name: str, configs: list[dict], incremental: bool, val
             elif op == AlterConfigOp.DELETE:
                 new.pop(key_name, None)
             else:
-                key = cfg.BROKER_CONFIGS.get(key_name)
+                key = table.get(key_name)
                 if key is None:
-                    raise ResourceError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {key_name}")
+                    # Kafka 4.2 answers UNKNOWN_SERVER_ERROR without a message here (its
+                    # controller looks the name's type up and finds none).
+                    raise ResourceError(ErrorCode.UNKNOWN_SERVER_ERROR, None)
                 if key.type is not cfg.ConfigType.LIST:
                     verb = "append" if op == AlterConfigOp.APPEND else "subtract"
                     raise ResourceError(ErrorCode.INVALID_CONFIG,
                                         f"Config value {verb} is not allowed for config key: {key_name}")
-                new = cfg.apply_incremental(new, [(key_name, op, value)], cfg.BROKER_CONFIGS)
+                new = cfg.apply_incremental(new, [(key_name, op, value)], table)
     else:
         new = {c["name"]: c["value"] for c in configs}
     try:
-        canonical = cfg.validate_broker_changes(new)
+        canonical = cfg.validate_broker_changes(new, per_broker, lambda n: cfg.broker_value(n, store))
+        if not per_broker:
+            cfg.check_cluster_min_insync(broker.controller, canonical)
+    except cfg.BrokerConfigRefused as exc:
+        raise ResourceError(exc.code, str(exc)) from None
     except cfg.ConfigError as exc:
         raise ResourceError(ErrorCode.INVALID_REQUEST, str(exc)) from None
+    if per_broker:
+        try:
+            cfg.check_listener_update(current, canonical, _listener_names(broker))
+        except cfg.BrokerConfigRefused as exc:
+            raise ResourceError(exc.code, str(exc)) from None
     if validate_only:
         return
     changed = {k for k in set(current) | set(canonical) if current.get(k) != canonical.get(k)}
+    if not changed:
+        return
     store.replace(per_broker, canonical)
     log.info("dynamic broker configs (%s) now %s", name or "<default>", canonical)
     refresh_topic_logs(broker, changed)
+
+
+def _listener_names(broker) -> list[str]:
+    try:
+        listeners = broker.config.get("listeners") or ""
+    except Exception:
+        listeners = ""
+    names = [item.split("://")[0].strip() for item in str(listeners).split(",") if "://" in item]
+    return names or ["PLAINTEXT"]
 
 
 def refresh_topic_logs(broker, changed_broker_names) -> None:
@@ -348,6 +381,10 @@ async def _alter(ctx, body: dict, incremental: bool) -> dict:
                 await _alter_topic(broker, name, configs, incremental, validate_only)
             elif rtype == ResourceType.BROKER:
                 _alter_broker(broker, name, configs, incremental, validate_only)
+            elif rtype == ResourceType.GROUP:
+                from minikafka.broker import group_configs
+
+                group_configs.alter(broker, name, configs, incremental, validate_only)
             elif rtype == ResourceType.BROKER_LOGGER and incremental:
                 if not name:
                     raise ResourceError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
@@ -357,6 +394,8 @@ async def _alter(ctx, body: dict, incremental: bool) -> dict:
                 raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")
         except ResourceError as exc:
             response.update(error_code=exc.code, error_message=exc.message)
+        except cfg.ConfigRefused as exc:
+            response.update(error_code=exc.code, error_message=str(exc))
     return {"throttle_time_ms": 0, "responses": responses}
 
 
@@ -369,10 +408,11 @@ async def incremental_alter_configs(ctx, body: dict) -> dict:
 
 
 def register(registry, broker) -> None:
-    # Load the dynamic broker configs now so that the running BrokerConfig reflects them.
+    # Push the dynamic broker configs into the running BrokerConfig now (the config table itself
+    # loads with the first DescribeConfigs or alteration).
     try:
         store = cfg.dynamic_configs(broker)
-        refresh_topic_logs(broker, set(store.per_broker) | set(store.cluster_default))
+        refresh_topic_logs(broker, (set(store.per_broker) | set(store.cluster_default)) - {"min.insync.replicas"})
     except Exception:  # pragma: no cover - a broker without config/data dir (tests)
         log.exception("could not load dynamic broker configs")
     registry.register(DESCRIBE_CONFIGS, 1, 4, describe_configs)

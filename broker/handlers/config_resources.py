@@ -10,8 +10,9 @@ Which resources have configs, as Kafka 4.2's ``KafkaApis.handleListConfigResourc
   BROKER_LOGGER, this node as a BROKER, then every topic (internal ones included; sorted here,
   Kafka's order is a hash set's).
 
-minikafka keeps no group configs or client-metrics subscriptions (DescribeConfigs answers
-INVALID_REQUEST for those types), so those lists are empty, as on a Kafka where none were set.
+Groups with configs are those holding a GROUP config record (broker/group_configs.py; sorted
+here).  minikafka keeps no client-metrics subscriptions (DescribeConfigs answers INVALID_REQUEST
+for that type), so that list is empty, as on a Kafka where none were set.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ async def list_config_resources(ctx, body: dict) -> dict:
     broker = ctx.broker
     node = str(broker.config.node_id)
     resources: list[tuple[str, int]] = []
+    if GROUP in wanted:
+        stored = getattr(broker.controller, "resource_configs", None) or {}
+        resources.extend((name, GROUP) for rtype, name in sorted(stored) if rtype == GROUP)
     if BROKER_LOGGER in wanted:
         resources.append((node, BROKER_LOGGER))
     if BROKER in wanted:

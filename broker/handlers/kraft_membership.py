@@ -54,8 +54,11 @@ async def unregister_broker(ctx, body: dict) -> dict:
     if not az.authorize(ctx, az.ALTER, az.CLUSTER):
         return _answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_DENIED)
     broker_id = body.get("broker_id")
-    if broker_id != ctx.broker.config.node_id:
+    if broker_id != ctx.broker.config.node_id or getattr(ctx.broker, "unregistered", False):
         return _answer(ErrorCode.BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered")
+    # Until the next start this node is no longer registered (Kafka 4.2 answers a second
+    # UnregisterBroker with BROKER_ID_NOT_REGISTERED until its broker restarts).
+    ctx.broker.unregistered = True
     return _answer(0, "")
 
 

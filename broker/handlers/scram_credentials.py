@@ -5,7 +5,8 @@ password (the client salts and iterates), from which StoredKey and ServerKey are
 salted password itself is not kept.  Errors as Kafka's ``ControllerApis`` / ``ScramControlManager``:
 UNSUPPORTED_SASL_MECHANISM for an unknown mechanism, UNACCEPTABLE_CREDENTIAL for an empty name,
 iterations outside 4096..16384 or an empty salt/salted password, RESOURCE_NOT_FOUND for deleting
-or describing what does not exist, DUPLICATE_RESOURCE for a user named twice in one request.
+or describing what does not exist, DUPLICATE_RESOURCE for a user named twice in one request
+(unless its first entry already failed; see ``alter``), with Kafka's messages.
 With an authorizer: DESCRIBE (Describe) or ALTER (Alter) on the cluster, else
 CLUSTER_AUTHORIZATION_FAILED.
 """
@@ -47,7 +48,7 @@ async def describe(ctx, body: dict) -> dict:
                             "error_message": f"Attempt to describe a user credential that does not exist: {name}",
                             "credential_infos": []})
         else:
-            results.append({"user": name, "error_code": 0, "error_message": None,
+            results.append({"user": name, "error_code": 0, "error_message": "",  # "" as Kafka 4.2
                             "credential_infos": by_user[name]})
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": "", "results": results}  # "" as Kafka 4.2
 
@@ -63,48 +64,64 @@ async def alter(ctx, body: dict) -> dict:
         return {"throttle_time_ms": 0, "results": [
             {"user": n, "error_code": 31, "error_message": "Cluster authorization failed."}
             for n in dict.fromkeys(names)]}
-    seen: dict[tuple[str, int], int] = {}
-    for item in deletions + upsertions:
-        key = (item.get("name"), item.get("mechanism"))
-        seen[key] = seen.get(key, 0) + 1
+    # Kafka 4.2's ScramControlManager, checked against its answers: the entries are taken in order,
+    # deletions first.  An entry of a user whose earlier entry failed is skipped (the first error
+    # stands); an entry of a user whose earlier entry passed makes that user DUPLICATE_RESOURCE
+    # (nothing is changed for it).  The results list the other users in the order of Kafka's
+    # HashMap of them, then the duplicated users.
     errors: dict[str, tuple[int, str]] = {}
-
-    def fail(name, code, message):
-        errors.setdefault(name, (code, message))
-
-    for item in deletions + upsertions:
-        name, mech = item.get("name"), item.get("mechanism")
-        if not name:
-            fail(name, UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
-        elif mech not in BY_TYPE:
-            fail(name, UNSUPPORTED_SASL_MECHANISM, f"Unknown SCRAM mechanism {mech}")
-        elif seen[(name, mech)] > 1:
-            fail(name, DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
-    for item in upsertions:
+    passed: dict[str, list] = {}
+    duplicated: list[str] = []
+    for kind, item in [("delete", d) for d in deletions] + [("upsert", u) for u in upsertions]:
         name = item.get("name")
-        iterations = item.get("iterations", 0)
-        if not (MIN_ITERATIONS <= iterations <= MAX_ITERATIONS):
-            fail(name, UNACCEPTABLE_CREDENTIAL,
-                 f"Iterations {iterations} outside {MIN_ITERATIONS}..{MAX_ITERATIONS}")
-        elif not item.get("salt") or not item.get("salted_password"):
-            fail(name, UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty")
-    for item in deletions:
-        name, mech = item.get("name"), item.get("mechanism")
-        if name not in errors and (name, BY_TYPE.get(mech)) not in store.scram_credentials:
-            fail(name, RESOURCE_NOT_FOUND, f"Attempt to delete a user credential that does not exist: {name}")
-    for item in deletions:
-        if item["name"] not in errors:
-            store.remove_scram(item["name"], BY_TYPE[item["mechanism"]])
-    for item in upsertions:
-        if item["name"] not in errors:
-            mech = BY_TYPE[item["mechanism"]]
-            store.upsert_scram(item["name"], mech, credential_from_salted(
+        if name in errors or name in duplicated:
+            continue
+        if name in passed:
+            del passed[name]
+            duplicated.append(name)
+            continue
+        problem = _problem(store, kind, item, BY_TYPE, MIN_ITERATIONS, MAX_ITERATIONS)
+        if problem is not None:
+            errors[name] = problem
+        else:
+            passed[name] = [kind, item]
+    for name, (kind, item) in passed.items():
+        mech = BY_TYPE[item["mechanism"]]
+        if kind == "delete":
+            store.remove_scram(name, mech)
+        else:
+            store.upsert_scram(name, mech, credential_from_salted(
                 mech, bytes(item["salted_password"]), bytes(item["salt"]), item["iterations"]))
-    results = []
-    for name in dict.fromkeys(names):
-        code, message = errors.get(name, (0, None))
-        results.append({"user": name, "error_code": code, "error_message": message})
+    from .kraft_membership import _java_hashmap_order
+
+    singles = [n for n in dict.fromkeys(names) if n in errors or n in passed]
+    results = [{"user": n, "error_code": errors.get(n, (0, None))[0], "error_message": errors.get(n, (0, None))[1]}
+               for n in _java_hashmap_order(singles, 16)]
+    results += [{"user": n, "error_code": DUPLICATE_RESOURCE,
+                 "error_message": "A user credential cannot be altered twice in the same request"}
+                for n in duplicated]
     return {"throttle_time_ms": 0, "results": results}
+
+
+def _problem(store, kind: str, item: dict, by_type, min_iterations: int, max_iterations: int):
+    """Why Kafka refuses this one entry (code, Kafka's message), or None."""
+    name, mech = item.get("name"), item.get("mechanism")
+    if not name:
+        return UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
+    if mech not in by_type:
+        return UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
+    if kind == "delete":
+        if (name, by_type[mech]) not in store.scram_credentials:
+            return RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"
+        return None
+    iterations = item.get("iterations", 0)
+    if iterations < min_iterations:
+        return UNACCEPTABLE_CREDENTIAL, "Too few iterations"
+    if iterations > max_iterations:
+        return UNACCEPTABLE_CREDENTIAL, "Too many iterations"
+    if not item.get("salt") or not item.get("salted_password"):
+        return UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty"
+    return None
 
 
 def register(registry, broker) -> None:

@@ -20,7 +20,13 @@ from .engine import Broker  # noqa: E402
 
 MINIKAFKA_CONFIG = {"node.id": "1", "num.partitions": "1", "auto.create.topics.enable": "true",
                     "offsets.topic.num.partitions": "5", "transaction.state.log.num.partitions": "5",
-                    "group.initial.rebalance.delay.ms": "0"}
+                    "group.initial.rebalance.delay.ms": "0",
+                    # The rest of kafka_runner's DEFAULT_CONFIG: Kafka configs minikafka accepts and
+                    # describes (static) without acting on them, so both describe the same sources.
+                    "default.replication.factor": "1", "offsets.topic.replication.factor": "1",
+                    "transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1",
+                    "share.coordinator.state.topic.replication.factor": "1",
+                    "share.coordinator.state.topic.min.isr": "1"}
 
 
 # The "acl" profile: Kafka's StandardAuthorizer on both, everything allowed where no ACL matches

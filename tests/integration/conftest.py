@@ -191,7 +191,7 @@ KAFKA_SETTINGS = {
     "group.min.session.timeout.ms": "1000",
     "group.consumer.heartbeat.interval.ms": "300",
     "group.consumer.session.timeout.ms": "6000",
-    # Kafka-only bounds (minikafka has no such settings) that must allow the two values above.
+    # The bounds that must allow the two values above (both brokers refuse to start otherwise).
     "group.consumer.min.heartbeat.interval.ms": "300",
     "group.consumer.min.session.timeout.ms": "6000",
     # Streams groups (test_streams_java.py): members heartbeat every 500 ms and a new application gets

@@ -128,7 +128,8 @@ def test_java_consumer_protocol_group(tmp_path):
     src = tmp_path / "CgRun.java"
     src.write_text(PROGRAM)
     subprocess.run([javac, "-cp", f"{jars}/*", "-d", str(tmp_path), str(src)], check=True, timeout=120)
-    broker = start_broker(tmp_path / "b", offsets_topic_num_partitions=3, group_consumer_heartbeat_interval_ms=300)
+    broker = start_broker(tmp_path / "b", offsets_topic_num_partitions=3, group_consumer_heartbeat_interval_ms=300,
+                          group_consumer_min_heartbeat_interval_ms=300)
     try:
         create_topic(broker.bootstrap, "cg-java", 6)
         produce(broker.bootstrap, 0, 60, topic="cg-java", partitions=6)
@@ -280,7 +281,8 @@ def _roll(tmp_path, first: str, second: str) -> dict[str, str]:
     src.write_text(ROLL)
     subprocess.run([javac, "-cp", f"{jars}/*", "-d", str(tmp_path), str(src)], check=True, timeout=120)
     broker = start_broker(tmp_path / "b", offsets_topic_num_partitions=3, group_consumer_heartbeat_interval_ms=300,
-                          group_consumer_session_timeout_ms=6000)
+                          group_consumer_session_timeout_ms=6000, group_consumer_min_heartbeat_interval_ms=300,
+                          group_consumer_min_session_timeout_ms=6000)
     try:
         create_topic(broker.bootstrap, "roll", 4)
         out = subprocess.run([java, "-cp", f"{tmp_path}:{jars}/*", "Roll", broker.bootstrap, "roll", "roll-g",

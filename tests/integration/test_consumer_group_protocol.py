@@ -19,8 +19,10 @@ from test_group_clients import create_topic, wait_until
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
 HEARTBEAT_MS = 300
+# The min bounds too: a broker refuses to start with timeouts below them (Kafka's rule).
 OVERRIDES = dict(offsets_topic_num_partitions=3, group_consumer_heartbeat_interval_ms=HEARTBEAT_MS,
-                 group_consumer_session_timeout_ms=6000)
+                 group_consumer_session_timeout_ms=6000, group_consumer_min_heartbeat_interval_ms=HEARTBEAT_MS,
+                 group_consumer_min_session_timeout_ms=6000)
 WAIT = 30.0
 
 

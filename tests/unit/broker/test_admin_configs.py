@@ -17,11 +17,12 @@ TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 
 
 class FakeBroker:
-    def __init__(self, tmp_path, **overrides):
+    def __init__(self, tmp_path, metadata_log=None, **overrides):
         self.config = BrokerConfig.load(environ={}, overrides=overrides)
         self.config.data_dir = str(tmp_path)
         self.logs = RecordingLogManager()
-        self.controller = Controller(self.config, MemoryMetadataLog(), self.logs)
+        self.metadata_log = metadata_log or MemoryMetadataLog()
+        self.controller = Controller(self.config, self.metadata_log, self.logs)
 
 
 @pytest.fixture
@@ -108,7 +109,7 @@ async def test_describe_broker(broker):
 
 
 async def test_describe_unsupported_resource_type(broker):
-    res = await describe(broker, 32, "group")
+    res = await describe(broker, 16, "metrics")
     assert res["error_code"] == ErrorCode.INVALID_REQUEST
 
 
@@ -164,7 +165,9 @@ async def test_alter_broker_dynamic_and_read_only(broker, tmp_path):
     # The topic default follows the broker's dynamic value.
     topic_entry = by_name(await describe(broker, TOPIC, "t", ["max.message.bytes"]))["max.message.bytes"]
     assert topic_entry["value"] == "2000000" and topic_entry["config_source"] == 2
-    assert (tmp_path / cfg.DYNAMIC_CONFIG_FILE).exists()
+    # Kept in the metadata log (a ``config`` record), as KRaft keeps a ConfigRecord.
+    assert broker.controller.resource_configs[(BROKER, "1")] == {"message.max.bytes": "2000000"}
+    assert not (tmp_path / cfg.DYNAMIC_CONFIG_FILE).exists()
 
     res = await alter(broker, [resource(BROKER, "1", num_partitions="3")])
     assert res[0]["error_code"] == ErrorCode.INVALID_REQUEST
@@ -182,13 +185,36 @@ async def test_alter_broker_dynamic_and_read_only(broker, tmp_path):
 
 async def test_dynamic_broker_configs_survive_restart(tmp_path):
     b = FakeBroker(tmp_path)
-    await alter(b, [resource(BROKER, "", log_retention_ms="3600000")])
-    again = FakeBroker(tmp_path)
+    res = await alter(b, [resource(BROKER, "", log_retention_ms="3600000", min_insync_replicas="1")])
+    assert res[0]["error_code"] == 0
+    again = FakeBroker(tmp_path, metadata_log=b.metadata_log)
     entry = by_name(await describe(again, BROKER, "1", ["log.retention.ms"], synonyms=True))["log.retention.ms"]
     assert entry["value"] == "3600000" and entry["config_source"] == 3
     assert again.config.get("log.retention.ms") == 3600000
     default = await describe(again, BROKER, "")
-    assert [c["name"] for c in default["configs"]] == ["log.retention.ms"]
+    assert [c["name"] for c in default["configs"]] == ["log.retention.ms", "min.insync.replicas"]
+
+
+async def test_cluster_default_keeps_min_insync_replicas_while_elr_is_on(broker):
+    # Kafka 4.2: AlterConfigs replaces the whole set, and leaving min.insync.replicas out is refused.
+    res = await alter(broker, [resource(BROKER, "", log_retention_ms="60000")])
+    assert (res[0]["error_code"], res[0]["error_message"]) == (
+        40, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+    res = await incremental(broker, BROKER, "", ("min.insync.replicas", 1, None))
+    assert res["error_code"] == 40
+    entry = by_name(await describe(broker, TOPIC, "t", ["min.insync.replicas"], synonyms=True))["min.insync.replicas"]
+    assert entry["config_source"] == 3 and [s["source"] for s in entry["synonyms"]] == [3, 5]
+
+
+async def test_dynamic_configs_of_an_older_minikafka_move_into_the_metadata_log(tmp_path):
+    (tmp_path / cfg.DYNAMIC_CONFIG_FILE).write_text('{"broker": {"message.max.bytes": "3000000"}, '
+                                                    '"default": {"log.retention.ms": "60000"}}')
+    b = FakeBroker(tmp_path)
+    cfg.dynamic_configs(b)
+    assert b.controller.resource_configs[(BROKER, "1")] == {"message.max.bytes": "3000000"}
+    assert b.controller.resource_configs[(BROKER, "")] == {"log.retention.ms": "60000", "min.insync.replicas": "1"}
+    assert b.config.get("message.max.bytes") == 3000000
+    assert not (tmp_path / cfg.DYNAMIC_CONFIG_FILE).exists()
 
 
 # -- IncrementalAlterConfigs ----------------------------------------------------------------
@@ -223,7 +249,9 @@ async def test_incremental_set_delete_append_subtract(broker):
 async def test_incremental_broker_and_logger(broker):
     res = await incremental(broker, BROKER, "", ("log.cleanup.policy", 2, "compact"))
     assert res["error_code"] == 0
-    assert cfg.dynamic_configs(broker).cluster_default == {"log.cleanup.policy": "delete,compact"}
+    # min.insync.replicas: the cluster-level value Kafka 4.1+ writes at start (KIP-966).
+    assert cfg.dynamic_configs(broker).cluster_default == {"log.cleanup.policy": "delete,compact",
+                                                            "min.insync.replicas": "1"}
     res = await incremental(broker, BROKER, "1", ("message.max.bytes", 2, "5"))
     assert (res["error_code"], res["error_message"]) == (
         40, "Config value append is not allowed for config key: message.max.bytes")
@@ -261,7 +289,7 @@ async def test_dynamic_broker_change_reaches_existing_topic_logs(tmp_path):
     b.controller.create_topic("pinned", 1, configs={"retention.ms": "5"})
     logs = b.logs
     assert str(logs.configs["plain"].get("retention.ms", 604800000)) == "604800000"
-    res = await alter(b, [resource(BROKER, "", log_retention_ms="60000")])
+    res = await alter(b, [resource(BROKER, "", log_retention_ms="60000", min_insync_replicas="1")])
     assert res[0]["error_code"] == 0
     assert str(logs.configs["plain"]["retention.ms"]) == "60000"
     assert str(logs.configs["pinned"]["retention.ms"]) == "5"

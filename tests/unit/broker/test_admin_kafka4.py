@@ -142,8 +142,9 @@ async def test_features_and_update_features(broker):
     fields = features.api_versions_fields(broker)
     finalized = {f["name"]: f["max_version_level"] for f in fields["finalized_features"]}
     supported = {f["name"]: (f["min_version"], f["max_version"]) for f in fields["supported_features"]}
-    # transaction.version 2 (transactions V2) is finalized by default, as in Kafka 4.2.
-    assert finalized == {"metadata.version": 25, "transaction.version": 2}
+    # transaction.version 2 (transactions V2) and eligible leader replicas (KIP-966) are finalized
+    # by default, as in Kafka 4.2.
+    assert finalized == {"metadata.version": 25, "transaction.version": 2, "eligible.leader.replicas.version": 1}
     assert supported["transaction.version"] == (0, 2) and supported["group.version"] == (0, 0)
 
     def upd(name, level, upgrade_type=1, validate_only=False):
@@ -190,5 +191,6 @@ async def test_api_versions_v3_carries_the_features(broker):
                                                           "client_software_version": "1.0"})
     wire = b"".join(bytes(c) for c in codec.encode_response(18, 3, 1, body))
     _, decoded = codec.decode_response(18, 3, wire[4:])
-    assert {f["name"] for f in decoded["finalized_features"]} == {"metadata.version", "transaction.version"}
+    assert {f["name"] for f in decoded["finalized_features"]} == {"metadata.version", "transaction.version",
+                                                                  "eligible.leader.replicas.version"}
     assert decoded["finalized_features_epoch"] == broker.controller.metadata_records

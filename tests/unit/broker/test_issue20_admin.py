@@ -49,6 +49,10 @@ async def test_unregister_broker(broker):
     for other in (7, -1):
         got = await km.unregister_broker(ctx(broker, 64, 0), {"broker_id": other})
         assert got["error_code"] == 102 and got["error_message"] == f"Broker ID {other} is not currently registered"
+    # Kafka 4.2: this node stays unregistered until it restarts, so a second request is refused.
+    again = await km.unregister_broker(ctx(broker, 64, 0), {"broker_id": broker.config.node_id})
+    assert (again["error_code"], again["error_message"]) == (102, "Broker ID 1 is not currently registered")
+    broker.unregistered = False  # as after a restart
     with_authorizer(broker)
     assert (await km.unregister_broker(ctx(broker, 64, 0), {"broker_id": 1}))["error_code"] == 31
     assert (await km.unregister_broker(ctx(broker, 64, 0, "User:admin"), {"broker_id": 1}))["error_code"] == 0
@@ -120,6 +124,8 @@ async def test_list_config_resources(broker):
     assert pairs(await call(1, {"resource_types": []})) == [("1", 8), ("1", 4), ("a", 2), ("t", 2)]
     assert pairs(await call(1, {"resource_types": [2]})) == [("a", 2), ("t", 2)]
     assert pairs(await call(1, {"resource_types": [16, 32]})) == []
+    broker.controller.set_resource_configs(32, "g1", {"consumer.heartbeat.interval.ms": "6000"})
+    assert pairs(await call(1, {"resource_types": []}))[:2] == [("g1", 32), ("1", 8)]  # groups with configs first
     for unknown in ([99], [4, 0], [1], [3]):
         assert await call(1, {"resource_types": unknown}) == {
             "throttle_time_ms": 0, "error_code": 35, "config_resources": []}
