@@ -168,8 +168,9 @@ class BrokerMetrics:
     # -- hooks called by broker/connection.py: keep them cheap -------------------------------
 
     def on_request(self, slot, request) -> None:
-        slot.t0 = _perf()
-        self._loop.call_soon(_mark_start, slot)  # runs just before the handler task's first step
+        # The handler starts right after this call (broker/connection.py runs its first step at
+        # once), so the request's queue time is what it waited for a free slot: none.
+        slot.t0 = slot.ts = _perf()
         if request.api_key == PRODUCE:
             slot.m = _produce_sizes(request.body)
 
@@ -247,10 +248,6 @@ class BrokerMetrics:
         from prometheus_client import generate_latest
 
         return generate_latest(self.registry) + self.partitions.render(self.broker)
-
-
-def _mark_start(slot) -> None:
-    slot.ts = _perf()
 
 
 def _produce_sizes(body: dict) -> list:
