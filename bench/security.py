@@ -14,6 +14,7 @@ only StoredKey/ServerKey, so its own cost does not depend on iterations).
 
     .venv/bin/python bench/security.py --runs 3
     .venv/bin/python bench/security.py --runs 1 --count 20000          # quick look
+    .venv/bin/python bench/security.py --runs 1 --samples 0 --broker-python /tmp/perf-base/.venv/bin/python
 """
 
 from __future__ import annotations
@@ -38,18 +39,21 @@ sys.path.insert(0, str(ROOT))
 LISTENER_LINE = re.compile(r"minikafka listener (\S+) (\S+) on 127\.0\.0\.1:(\d+)")
 
 
-def start_broker(workdir: Path, certs: Path):
+def start_broker(workdir: Path, certs: Path, python: str | None = None):
     settings = {
         "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
         "ssl.keystore.location": str(certs / "broker.pem"),
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "sasl.jaas.config": 'x required user_alice="alice-secret";',
     }
-    cmd = [str(ROOT / ".venv/bin/python"), "-m", "minikafka", "serve", "--data-dir", str(workdir / "data"),
+    python = python or str(ROOT / ".venv/bin/python")
+    cwd = Path(python).absolute().parents[2]  # <tree>/.venv/bin/python: run from its own tree
+    cmd = [python, "-m", "minikafka", "serve", "--data-dir", str(workdir / "data"),
            "--log-level", "WARNING"]
     for k, v in settings.items():
         cmd += ["--override", f"{k}={v}"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     ports = {}
     deadline = time.monotonic() + 20
     for line in proc.stdout:
@@ -132,7 +136,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--count", type=int, default=100_000)
     parser.add_argument("--size", type=int, default=1024)
-    parser.add_argument("--samples", type=int, default=15)
+    parser.add_argument("--samples", type=int, default=15, help="0: no connection set-up table")
+    parser.add_argument("--broker-python", help="run another checkout's broker (<tree>/.venv/bin/python)")
     args = parser.parse_args()
     from minikafka.broker.security.certs import generate
 
@@ -140,7 +145,7 @@ def main() -> None:
         workdir = Path(tmp)
         certs = workdir / "certs"
         generate(certs, ["127.0.0.1", "localhost"], [])
-        proc, ports = start_broker(workdir, certs)
+        proc, ports = start_broker(workdir, certs, args.broker_python)
         try:
             admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{ports['PLAINTEXT']}"})
             from kafka.admin import KafkaAdminClient
@@ -190,6 +195,8 @@ def main() -> None:
                       f"{statistics.median(r['produce_cpu']):.2f} | {statistics.median(r['consume_cpu']):.2f} | "
                       f"{statistics.median(r['produce_client_cpu']):.2f} |")
             print("per-round produce ratios:", {n: [f"{x:.0%}" for x in ratios[n]["produce"]] for n, _ in listeners})
+            if not args.samples:
+                return
             setups = [
                 ("PLAINTEXT", "PLAINTEXT", "-", "alice", "alice-secret"),
                 ("SSL", "SSL", "-", "alice", "alice-secret"),

@@ -93,8 +93,19 @@ COMMANDS = {
 }
 
 
-def serve_start(python: str, cwd: str, extra: list[str]) -> float:
-    """Seconds from Popen to the first Metadata answer of ``python -m minikafka serve``."""
+def _cpu_s(pid: int) -> float:
+    """CPU time the process's main thread has run so far (/proc schedstat, nanoseconds): unlike
+    the wall time it does not grow with the machine's load."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
+def serve_start(python: str, cwd: str, extra: list[str], cpu: list | None = None) -> float:
+    """Seconds from Popen to the first Metadata answer of ``python -m minikafka serve``; the
+    broker's CPU seconds up to that answer are appended to ``cpu``."""
     port = _free_port()
     with tempfile.TemporaryDirectory(prefix="minikafka-startup-") as data:
         argv = [python, "-m", "minikafka", "serve", "--host", "127.0.0.1", "--port", str(port),
@@ -107,7 +118,10 @@ def serve_start(python: str, cwd: str, extra: list[str]) -> float:
                 if time.perf_counter() > deadline or proc.poll() is not None:
                     raise RuntimeError(f"{argv} did not answer Metadata")
                 time.sleep(0.002)
-            return time.perf_counter() - started
+            elapsed = time.perf_counter() - started
+            if cpu is not None:
+                cpu.append(_cpu_s(proc.pid))
+            return elapsed
         finally:
             proc.terminate()
             try:
@@ -126,13 +140,15 @@ def serve_rows(runs: int, baseline_python: str | None) -> None:
         for python, cwd in trees.values():
             serve_start(python, cwd, extra)  # one untimed start fills the bytecode cache
         times: dict[str, list[float]] = {t: [] for t in trees}
+        cpus: dict[str, list[float]] = {t: [] for t in trees}
         for _ in range(runs):
             for tree, (python, cwd) in trees.items():
-                times[tree].append(serve_start(python, cwd, extra))
+                times[tree].append(serve_start(python, cwd, extra, cpus[tree]))
         medians = {t: statistics.median(v) for t, v in times.items()}
         for tree, values in times.items():
             print(f"{name:22s} {tree:9s} Popen->first Metadata answer median {medians[tree]:.3f} s "
-                  f"(min {min(values):.3f}, max {max(values):.3f}); n={runs}")
+                  f"(min {min(values):.3f}, max {max(values):.3f}); broker CPU until then median "
+                  f"{statistics.median(cpus[tree]):.3f} s (min {min(cpus[tree]):.3f}); n={runs}")
         if "baseline" in medians:
             print(f"{name:22s} this tree / baseline: {medians['this tree'] / medians['baseline']:.2f}")
 

@@ -40,7 +40,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections import deque
+from collections.abc import Coroutine
 from typing import Callable
 
 from minikafka.protocol.errors import CloseConnection, ProtocolError, UnsupportedVersionError
@@ -98,7 +100,7 @@ class _Slot:
     # size: bytes of the request frame, held until the response leaves (queued.max.request.bytes);
     # t0/ts/t1/m: arrival, handler start, handler end, per-request data of broker.metrics.
     __slots__ = ("api_key", "api_version", "correlation_id", "done", "chunks", "size", "t0", "ts", "t1", "m",
-                 "close_after")
+                 "close_after", "woken")
 
     def __init__(self, api_key: int, api_version: int, correlation_id: int, size: int = 0):
         self.api_key = api_key
@@ -109,6 +111,7 @@ class _Slot:
         self.size = size  # bytes of the request frame, held until the response leaves
         self.t0 = self.ts = self.t1 = self.m = None
         self.close_after = False  # the handler raised CloseConnection: close once earlier answers left
+        self.woken = None  # AppendWaiters.woken when the handler started, while it has not waited
 
 
 class RequestBytes:
@@ -146,6 +149,51 @@ def _default_codec():
     from minikafka.protocol import codec, fast
 
     return codec.decode_request, fast.encode_response
+
+
+# Python 3.12+ starts a task eagerly itself (its first step runs inside the constructor, as the
+# current task); 3.11 gets the same effect from _Resumed.
+_EAGER_TASKS = sys.version_info >= (3, 12)
+
+
+_STARTED = object()
+
+
+class _Resumed(Coroutine):
+    """A coroutine already stepped once by hand, handed to a task from where it stopped.
+
+    ``first`` is what its first step yielded (the future it waits on, or None for a bare
+    yield): the task's first ``send`` gets that back; every later send, and every throw (a
+    cancellation even before the task's first step), goes to the coroutine itself."""
+
+    __slots__ = ("coro", "first")
+
+    def __init__(self, coro, first) -> None:
+        self.coro = coro
+        self.first = first
+
+    def send(self, value):
+        first = self.first
+        if first is not _STARTED:
+            self.first = _STARTED
+            return first
+        return self.coro.send(value)
+
+    def __next__(self):
+        return self.send(None)
+
+    def throw(self, typ, val=None, tb=None):
+        self.first = _STARTED
+        if val is None and tb is None:
+            return self.coro.throw(typ)
+        return self.coro.throw(typ, val, tb)
+
+    def close(self) -> None:
+        self.first = _STARTED
+        self.coro.close()
+
+    def __await__(self):
+        return self
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
@@ -199,6 +247,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._partial_blocked = False
         self._metrics = None
         self._read_buffer: memoryview | None = getattr(broker, "read_buffer", None)
+        self._waiters = getattr(broker, "append_waiters", None)
         self._tls = listener is not None and listener.uses_tls
 
     # -- asyncio.BufferedProtocol -------------------------------------------------------------------
@@ -364,11 +413,65 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except Exception as exc:  # a synchronous failure building the coroutine
             self._handler_failed(slot, exc)
             return
-        task = self.broker.loop.create_task(coro)
+        self._start(slot, coro)
+
+    def _start(self, slot: _Slot, coro) -> None:
+        """Run the handler now, up to its first real wait; only a handler that waits gets a task.
+
+        Most requests (Produce among them) never wait, so they are answered here without a
+        task, a loop iteration and a done-callback hop (issue 24's latency).  Arrival order is
+        kept: frames are handled one after the other, each handler's first step before the next
+        frame is decoded."""
+        waiters = self._waiters
+        if waiters is not None:
+            slot.woken = waiters.woken
+        run = self._run(slot, coro)
+        if _EAGER_TASKS:
+            task = asyncio.Task(run, loop=self.broker.loop, eager_start=True)
+            if task.done():
+                return
+        else:
+            try:
+                first = run.send(None)
+            except StopIteration:
+                return  # answered (or failed) inside _run
+            task = self.broker.loop.create_task(_Resumed(run, first))
+        slot.woken = None  # it waited: whatever it woke is not this request's doing alone
         self._tasks.add(task)
         if self._broker_tasks is not None:
             self._broker_tasks.add(task)
-        task.add_done_callback(lambda t, s=slot: self._completed(s, t))
+        task.add_done_callback(self._task_done)
+
+    async def _run(self, slot: _Slot, coro) -> None:
+        try:
+            body = await coro
+        except asyncio.CancelledError:
+            if not self.closed:
+                self._violation(f"api {slot.api_key} handler cancelled")
+            raise
+        except CloseConnection as exc:
+            log.warning("closing connection from %s client_id=%s after api %d v%d: %s", self.peer,
+                        self.client_id, slot.api_key, slot.api_version, exc)
+            slot.done = slot.close_after = True
+            self._flush()
+            return
+        except Exception as exc:
+            self._handler_failed(slot, exc)
+            return
+        if slot.woken is not None and slot.woken != self._waiters.woken:
+            # Answered without waiting, and woke parked fetches (a Produce, as a rule): their
+            # answers, the latency that matters, go out first; this one follows in the same
+            # loop iteration (the fetches' wake-ups were scheduled before this call).
+            self.broker.loop.call_soon(self._answer, slot, body)
+        else:
+            self._answer(slot, body)
+
+    def _task_done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if self._broker_tasks is not None:
+            self._broker_tasks.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: _run has dealt with it
 
     def _lookup(self, api_key: int, api_version: int):
         try:
@@ -396,27 +499,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._pending.append(slot)
         self._flush()
 
-    def _completed(self, slot: _Slot, task: asyncio.Task) -> None:
-        self._tasks.discard(task)
-        if self._broker_tasks is not None:
-            self._broker_tasks.discard(task)
-        if task.cancelled():
-            if not self.closed:
-                self._violation(f"api {slot.api_key} handler cancelled")
-            return
-        exc = task.exception()
-        if isinstance(exc, CloseConnection):
-            log.warning("closing connection from %s client_id=%s after api %d v%d: %s", self.peer,
-                        self.client_id, slot.api_key, slot.api_version, exc)
-            slot.done = slot.close_after = True
-            self._flush()
-            return
-        if exc is not None:
-            self._handler_failed(slot, exc)
-            return
+    def _answer(self, slot: _Slot, body) -> None:
         if self.closed:
             return
-        body = task.result()
         if body is not None:
             try:
                 slot.chunks = self._encode(slot.api_key, slot.api_version, slot.correlation_id, body)

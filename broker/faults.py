@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -218,6 +217,8 @@ class Fault:
             probability = float(probability)
         self.probability = probability
         seed = _int(spec, "seed", -(2**63), 2**63 - 1)
+        import random  # here, not at every broker start (test faults only)
+
         self._rng = random.Random(seed)
         self.seed = seed
         self.hits = 0

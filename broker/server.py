@@ -27,6 +27,9 @@ class AppendWaiters:
 
     def __init__(self) -> None:
         self._by_key: dict[tuple[str, int], set[asyncio.Future]] = {}
+        # Appends that woke at least one wait: a connection compares it before and after a
+        # request to learn that the request woke fetches (broker/connection.py, _run).
+        self.woken = 0
 
     def wait(self, keys: Iterable[tuple[str, int]], loop: asyncio.AbstractEventLoop) -> asyncio.Future:
         fut = loop.create_future()
@@ -45,6 +48,7 @@ class AppendWaiters:
     def notify(self, key: tuple[str, int]) -> None:
         waiting = self._by_key.pop(key, None)
         if waiting:
+            self.woken += 1
             for fut in waiting:
                 if not fut.done():
                     fut.set_result(key)
@@ -104,6 +108,9 @@ class Broker:
         self.quotas = None  # broker.quotas.ClientQuotas, once the controller is open
         self.telemetry = None  # handlers.client_telemetry.ClientTelemetry when client.telemetry.enable
         self.append_waiters = AppendWaiters()
+        # Per topic: the Produce validation rules and what they were built from
+        # (handlers/produce.py, validation_rules).
+        self._validation_rules: dict = {}
         self.modules: list[Any] = []
         self._handler_module_names = handler_modules
         self._server: asyncio.base_events.Server | None = None

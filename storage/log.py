@@ -111,6 +111,9 @@ class PartitionLog:
         self.segments: list[Segment] = []
         self._bases: list[int] = []
         self.log_start_offset = 0
+        # Counts the calls that may change what the log reports (offsets, size, segments): an
+        # observer that saw the same count has nothing new to read (broker/http/metrics.py).
+        self.changes = 0
         self.recovery_point = 0
         self.cleaned_offset = 0
         # When the oldest tombstone or stamped marker kept by the last compaction may go (not persisted: after a
@@ -199,6 +202,7 @@ class PartitionLog:
         the caller ran protocol.validation on these bytes (CRC and keys included), so they are
         not checked twice on the produce path.
         """
+        self.changes += 1
         buf = batch if type(batch) is bytearray else _writable(batch)
         if len(buf) < BATCH_HEADER_SIZE:
             raise CorruptRecordError("record batch shorter than its 61-byte header")
@@ -307,6 +311,7 @@ class PartitionLog:
         return self._append(buf, found)
 
     def _append(self, buf, batches: list[tuple[int, BatchHeader]]) -> AppendInfo:
+        self.changes += 1
         self._check_open()
         if self._clean_on_disk:
             self._mark_unclean()
@@ -395,6 +400,7 @@ class PartitionLog:
 
         Syncing here is what lets recovery trust every closed segment after a crash.
         """
+        self.changes += 1
         self._check_open()
         old = self.active
         if old.size == 0:
@@ -585,6 +591,7 @@ class PartitionLog:
 
     def delete_records(self, offset: int) -> int:
         """DeleteRecords: move the log start to ``offset`` (-1 = HW); returns the new log start."""
+        self.changes += 1
         self._check_open()
         hw = self.high_watermark
         if offset == -1:
@@ -606,6 +613,7 @@ class PartitionLog:
 
     def apply_retention(self) -> int:
         """Delete the oldest whole segments beyond retention.ms / retention.bytes; returns how many."""
+        self.changes += 1
         self._check_open()
         config = self.config
         if not config.delete:
@@ -650,6 +658,7 @@ class PartitionLog:
         return doomed
 
     def _delete_prefix(self, doomed: list[Segment]) -> None:
+        self.changes += 1
         if not doomed:
             return
         if self._clean_on_disk:
@@ -668,6 +677,7 @@ class PartitionLog:
 
     def compact(self) -> int:
         """Compact the closed segments now (cleanup.policy=compact); returns bytes reclaimed."""
+        self.changes += 1
         from .cleaner import compact_log
 
         self._check_open()
@@ -694,12 +704,14 @@ class PartitionLog:
     def finish_compaction(self, cleaned_offset: int, tombstone_deadline_ms: int | None) -> None:
         """Record a compaction pass: everything below ``cleaned_offset`` has been rewritten, and the
         next deadline; both reach the checkpoint."""
+        self.changes += 1
         self.cleaned_offset = max(self.cleaned_offset, cleaned_offset)
         self._tombstone_deadline_ms = tombstone_deadline_ms
         self._write_checkpoint(clean=False)
 
     def replace_segment(self, old: Segment, new: Segment | None) -> None:
         """Swap in a rewritten segment (or drop it when nothing survived)."""
+        self.changes += 1
         if self._clean_on_disk:
             self._mark_unclean()
         i = self.segments.index(old)

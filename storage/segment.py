@@ -2,7 +2,15 @@
 
 Reads are served from a read-only ``mmap`` of the log file.  The active segment grows, so the
 mapping is replaced by a larger one when a read reaches past it; the old mapping stays alive as
-long as some memoryview handed to a caller still points into it.  A mapped file is never shortened
+long as some memoryview handed to a caller still points into it.
+
+A consumer that keeps up reads each new batch right after its append.  Remapping for every such
+read (open, mmap, close, a page fault, and the old mapping's munmap when its last view goes) was
+the largest single cost between a produce and the parked fetch it wakes (issue 24), so the bytes
+written since the mapping was made are read with ``pread`` instead, one piece per read that
+needed them, kept until the next remap: up to ``TAIL_MAX_BYTES`` in at most ``TAIL_MAX_PIECES``
+pieces, beyond which the next read remaps as before.  Every piece, like the mapping, starts and
+ends on a batch boundary (a write is always whole batches), so no batch spans two buffers.  A mapped file is never shortened
 while the broker runs (only recovery, before anything is mapped, truncates), so a view can never
 fault.  Retention and compaction unlink or replace files; existing mappings keep the old inode.
 """
@@ -28,6 +36,9 @@ _BASE_LEN_DELTA = struct.Struct(">qi11xi")  # base offset, batch length, last of
 _INT32 = struct.Struct(">i")
 _log = logging.getLogger("minikafka.storage")
 _TAIL_READ_MAX = 1 << 20  # load_trusted reads at most this much of a segment's unindexed tail
+# Bytes past the mapping read with pread rather than remapping (see the module docstring).
+TAIL_MAX_BYTES = 64 * 1024
+TAIL_MAX_PIECES = 32
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -75,6 +86,17 @@ class Segment:
         self._map: mmap.mmap | None = None
         self._view: memoryview | None = None
         self._mapped = 0
+        # Bytes written after the mapping was made, read with pread: pieces covering
+        # [_mapped, _tail_end), each starting at the matching entry of _tail_starts.
+        self._tail: list[bytes] = []
+        self._tail_starts: list[int] = []
+        self._tail_end = 0
+        # Where a read may start scanning for an offset: (o, p) with every batch before position
+        # p ending below offset o.  The newest batch, and the end of the last read (a consumer
+        # that keeps up asks for exactly that next), so find() does not scan from the last
+        # sparse index entry each time.
+        self._appended_at = (base_offset, 0)
+        self._read_up_to = (base_offset, 0)
 
     def __repr__(self) -> str:
         return f"Segment({self.base_offset}, size={self.size}, next={self.next_offset})"
@@ -110,6 +132,7 @@ class Segment:
         self._map = None
         self._view = None
         self._mapped = 0
+        self._drop_tail()
         _MAPPED.pop(id(self), None)
 
     def delete_files(self) -> None:
@@ -168,6 +191,7 @@ class Segment:
             self.max_timestamp = max_timestamp
             self.offset_of_max_timestamp = base_offset
         self.next_offset = next_offset
+        self._appended_at = (base_offset, position)
         self.bytes_since_index += size
         if position == 0 or self.bytes_since_index >= interval:
             self.index.append(base_offset, position)
@@ -208,25 +232,65 @@ class Segment:
                 os.close(fd)
             self._view = memoryview(self._map)
             self._mapped = self.size
+            self._drop_tail()
             if self.fd is None:
                 _remember_mapping(self)
         if self._view is None:
             return memoryview(b"")
         return self._view
 
+    def _drop_tail(self) -> None:
+        self._tail = []
+        self._tail_starts = []
+        self._tail_end = self._mapped
+
+    def _cover(self) -> None:
+        """Make every byte written so far readable through ``_region``: pread what was written
+        since the mapping (or the last pread) when that is small, else remap."""
+        size = self.size
+        end = self._tail_end
+        if end >= size:
+            return
+        if (self.fd is None or size - self._mapped > TAIL_MAX_BYTES
+                or len(self._tail) >= TAIL_MAX_PIECES):
+            self.buffer()
+            return
+        piece = os.pread(self.fd, size - end, end)
+        if len(piece) != size - end:  # cannot happen to bytes we wrote; the mapping is the truth
+            self.buffer()
+            return
+        self._tail.append(piece)
+        self._tail_starts.append(end)
+        self._tail_end = size
+
+    def _region(self, pos: int):
+        """(buffer, position of its first byte, position after its last) holding ``pos``, which
+        must be below the size ``_cover`` made readable."""
+        if pos < self._mapped:
+            return self._view, 0, self._mapped
+        i = bisect_right(self._tail_starts, pos) - 1
+        start = self._tail_starts[i]
+        piece = self._tail[i]
+        return piece, start, start + len(piece)
+
     def find(self, offset: int) -> int | None:
         """Position of the first batch whose last offset is >= ``offset``; None when there is none."""
         if offset >= self.next_offset or self.size == 0:
             return None
         _, pos = self.index.lookup(offset)
-        buf = self.buffer()
+        for hint_offset, hint_pos in (self._appended_at, self._read_up_to):
+            if hint_offset <= offset and hint_pos > pos:
+                pos = hint_pos
+        self._cover()
         size = self.size
         unpack = _BASE_LEN_DELTA.unpack_from
         while pos < size:
-            base, length, delta = unpack(buf, pos)
-            if base + delta >= offset:
-                return pos
-            pos += length + LOG_OVERHEAD
+            buf, first, end = self._region(pos)
+            while pos < end:
+                base, length, delta = unpack(buf, pos - first)
+                if base + delta >= offset:
+                    return pos
+                pos += length + LOG_OVERHEAD
         return None
 
     def collect(self, pos: int, budget: int, max_offset: int, out: list, first: bool) -> tuple[int, bool]:
@@ -234,9 +298,10 @@ class Segment:
 
         Stops before a batch that reaches ``max_offset`` or would exceed ``budget`` bytes (the very
         first batch of a read is taken whatever its size, KIP-74).  Contiguous batches go out as
-        one view.  Returns (bytes taken, True when stopped by budget or max_offset).
+        one view per buffer they lie in (the mapping, or a piece read after it).  Returns (bytes
+        taken, True when stopped by budget or max_offset).
         """
-        buf = self.buffer()
+        self._cover()
         size = self.size
         start = pos
         taken = 0
@@ -250,19 +315,28 @@ class Segment:
             pos = index.positions[i]
             taken = pos - start
         unpack = _BASE_LEN_DELTA.unpack_from
-        while pos < size:
-            base, length, delta = unpack(buf, pos)
-            if base + delta >= max_offset:
-                stopped = True
-                break
-            n = length + LOG_OVERHEAD
-            if taken + n > budget and not (first and taken == 0):
-                stopped = True
-                break
-            taken += n
-            pos += n
-        if pos > start:
-            out.append(buf[start:pos])
+        next_offset = -1
+        while pos < size and not stopped:
+            buf, at, end = self._region(pos)
+            while pos < end:
+                base, length, delta = unpack(buf, pos - at)
+                if base + delta >= max_offset:
+                    stopped = True
+                    break
+                n = length + LOG_OVERHEAD
+                if taken + n > budget and not (first and taken == 0):
+                    stopped = True
+                    break
+                taken += n
+                pos += n
+                next_offset = base + delta + 1
+        if next_offset >= 0:
+            self._read_up_to = (next_offset, pos)
+        while start < pos:
+            buf, at, end = self._region(start)
+            stop = end if end < pos else pos
+            out.append(memoryview(buf)[start - at:stop - at])
+            start = stop
         return taken, stopped
 
     def iter_positions(self, start_pos: int = 0):
@@ -388,11 +462,13 @@ class Segment:
         finally:
             os.close(fd)
         self.size = position
+        self._appended_at = self._read_up_to = (self.base_offset, 0)
         self.index.truncate_to_position(position)
         self.time_index.truncate_to_offset(self.next_offset)
 
     def _reset_stats(self) -> None:
         self.next_offset = self.base_offset
+        self._appended_at = self._read_up_to = (self.base_offset, 0)
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
         self.first_batch_timestamp = None

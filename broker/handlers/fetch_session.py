@@ -40,7 +40,6 @@ that a ``max_bytes``-limited response rotates fairly across partitions.
 from __future__ import annotations
 
 import logging
-import random
 import time
 from typing import Callable
 
@@ -215,11 +214,15 @@ class FetchSessionCache:
     """Sessions by id, bounded by ``max_slots``, evicting as Kafka's FetchSessionCache does."""
 
     def __init__(self, max_slots: int = 1000, eviction_ms: float = 120000,
-                 clock: Callable[[], float] | None = None, rng: random.Random | None = None):
+                 clock: Callable[[], float] | None = None, rng: "random.Random | None" = None):
         self.max_slots = max_slots
         self.eviction_ms = eviction_ms
         self._clock = clock or (lambda: time.monotonic() * 1000.0)
-        self._rng = rng or random.Random()
+        if rng is None:
+            import random  # with the first fetch session, not at every broker start
+
+            rng = random.Random()
+        self._rng = rng
         self.sessions: dict[int, FetchSession] = {}
         self.created = 0
         self.evicted = 0

@@ -168,8 +168,9 @@ class BrokerMetrics:
     # -- hooks called by broker/connection.py: keep them cheap -------------------------------
 
     def on_request(self, slot, request) -> None:
-        slot.t0 = _perf()
-        self._loop.call_soon(_mark_start, slot)  # runs just before the handler task's first step
+        # The handler starts right after this call (broker/connection.py runs its first step at
+        # once), so the request's queue time is what it waited for a free slot: none.
+        slot.t0 = slot.ts = _perf()
         if request.api_key == PRODUCE:
             slot.m = _produce_sizes(request.body)
 
@@ -247,10 +248,6 @@ class BrokerMetrics:
         from prometheus_client import generate_latest
 
         return generate_latest(self.registry) + self.partitions.render(self.broker)
-
-
-def _mark_start(slot) -> None:
-    slot.ts = _perf()
 
 
 def _produce_sizes(body: dict) -> list:
@@ -440,6 +437,11 @@ class PartitionGauges:
     values they show, and only a partition whose values changed is formatted again; an idle
     partition costs reading its six values.  The text is what prometheus_client writes for the
     same samples (labels sorted, values as floats), so parsers and tests see no difference.
+
+    Reading the six values of 10,000 partitions (each log's objects visited, its transaction
+    index asked for the LSO) still cost ~25-45 ms per scrape (issue 24), so a partition whose log
+    has not changed since the last scrape (its ``changes`` count) keeps its lines without being
+    read; every partition is read again at least every ``FULL_READ_S``.
     """
 
     FAMILIES = (
@@ -451,45 +453,76 @@ class PartitionGauges:
         ("kafka_log_log_numlogsegments", "Segments (Kafka: Log NumLogSegments)."),
     )
 
-    def __init__(self) -> None:
-        # (topic, partition) -> (values, the six lines showing them, encoded)
-        self._rows: dict[tuple[str, int], tuple[tuple, tuple]] = {}
+    # Every partition's values are read again at least this often, whatever its change count
+    # says (a bound on staleness should a change ever not be counted).
+    FULL_READ_S = 30.0
+
+    def __init__(self, clock=time.monotonic) -> None:
+        # topic -> (its TopicInfo, the partitions' logs, their change counts, their values, the
+        # six families' lines of this topic joined, encoded)
+        self._topics: dict[str, tuple] = {}
+        self._clock = clock
+        self._full_read_at = float("-inf")
 
     def render(self, broker) -> bytes:
         controller = broker.controller
         if controller is None:
             return b""
-        columns: list[list[bytes]] = [[] for _ in self.FAMILIES]
-        add = [column.append for column in columns]
-        a0, a1, a2, a3, a4, a5 = add
-        previous, rows = self._rows, {}
+        now = self._clock()
+        full = now - self._full_read_at >= self.FULL_READ_S
+        if full:
+            self._full_read_at = now
+        previous, cached = self._topics, {}
+        blocks: list[list[bytes]] = [[] for _ in self.FAMILIES]
         topics = controller.topics
         for topic in sorted(topics):
-            for partition in range(topics[topic].num_partitions):
-                plog = controller.log(topic, partition)
-                segments = plog.segments
-                values = (plog.log_start_offset, plog.log_end_offset, plog.high_watermark,
-                          plog.last_stable_offset, plog.size_bytes, len(segments))
-                key = (topic, partition)
-                row = previous.get(key)
-                if row is None or row[0] != values:
-                    labels = f'{{partition="{partition}",topic="{_escape(topic)}"}} '
-                    row = (values, tuple((name + labels + _number(v) + "\n").encode()
-                                         for (name, _), v in zip(self.FAMILIES, values)))
-                rows[key] = row
-                l0, l1, l2, l3, l4, l5 = row[1]
-                a0(l0)
-                a1(l1)
-                a2(l2)
-                a3(l3)
-                a4(l4)
-                a5(l5)
-        self._rows = rows
+            info = topics[topic]
+            entry = previous.get(topic)
+            if (not full and entry is not None and entry[0] is info and len(entry[1]) == info.num_partitions
+                    and [getattr(plog, "changes", None) for plog in entry[1]] == entry[2]
+                    and None not in entry[2]):
+                # A log counts the calls that may change it (storage/log.py ``changes``): the
+                # same counts mean the same values, and an idle topic costs reading them.
+                cached[topic] = entry
+            else:
+                entry = cached[topic] = self._read_topic(controller, topic, info, entry, full)
+            for column, block in zip(blocks, entry[4]):
+                column.append(block)
+        self._topics = cached
         out = []
-        for (name, doc), column in zip(self.FAMILIES, columns):
+        for (name, doc), column in zip(self.FAMILIES, blocks):
             out.append(f"# HELP {name} {_escape_doc(doc)}\n# TYPE {name} gauge\n".encode())
             out.extend(column)
         return b"".join(out)
+
+    def _read_topic(self, controller, topic: str, info, entry, full: bool) -> tuple:
+        """A topic's entry again: each partition whose log changed (or all, on a full read) is
+        read, and formatted only when its values differ from the lines it had."""
+        same_topic = entry is not None and entry[0] is info
+        old_changes = entry[2] if same_topic else ()
+        old_rows = entry[3] if same_topic else ()
+        plogs, changes, rows = [], [], []
+        escaped = _escape(topic)
+        for partition in range(info.num_partitions):
+            plog = controller.log(topic, partition)
+            count = getattr(plog, "changes", None)
+            old = old_rows[partition] if partition < len(old_rows) else None
+            if old is not None and not full and count is not None and old_changes[partition] == count:
+                row = old
+            else:
+                values = (plog.log_start_offset, plog.log_end_offset, plog.high_watermark,
+                          plog.last_stable_offset, plog.size_bytes, len(plog.segments))
+                if old is not None and old[0] == values:
+                    row = old
+                else:
+                    labels = f'{{partition="{partition}",topic="{escaped}"}} '
+                    row = (values, tuple(name + labels + _number(v) + "\n"
+                                         for (name, _), v in zip(self.FAMILIES, values)))
+            plogs.append(plog)
+            changes.append(count)
+            rows.append(row)
+        blocks = tuple("".join(row[1][i] for row in rows).encode() for i in range(len(self.FAMILIES)))
+        return (info, plogs, changes, rows, blocks)
 
 
 def _escape(value: str) -> str:

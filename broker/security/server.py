@@ -41,9 +41,14 @@ async def open_listeners(broker, connection_class):
                                lambda item=item: connection_class(broker, listener=item))
             await server.start(item.host, item.port)
         else:
-            server = await loop.create_server(lambda item=item: connection_class(broker, listener=item),
-                                              host=item.host, port=item.port, reuse_address=True,
-                                              backlog=1024)
+            sock = _bound_socket(item.host, item.port)
+            if sock is not None:
+                server = await loop.create_server(lambda item=item: connection_class(broker, listener=item),
+                                                  sock=sock, backlog=1024)
+            else:
+                server = await loop.create_server(lambda item=item: connection_class(broker, listener=item),
+                                                  host=item.host, port=item.port, reuse_address=True,
+                                                  backlog=1024)
         sockets = server.sockets or ()
         if item.port == 0 and sockets:
             item.port = sockets[0].getsockname()[1]
@@ -51,3 +56,29 @@ async def open_listeners(broker, connection_class):
         log.info("listener %s (%s) on %s:%d, advertised %s:%d", item.name, item.security_protocol,
                  item.host, item.port, *item.advertised)
     return listeners, servers
+
+
+def _bound_socket(host, port: int):
+    """A listening socket for an IP-literal host (127.0.0.1, 0.0.0.0, ::1), bound here: the loop's
+    own bind resolves the host first, which loads the IDNA codec with stringprep and unicodedata
+    (~0.5 MB of every idle broker) even for an address.  None for a host name: the loop resolves it."""
+    import socket
+
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except (OSError, TypeError, ValueError):
+            continue
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind((host, port))
+            sock.listen(1024)
+            sock.setblocking(False)
+        except OSError:
+            sock.close()
+            raise
+        return sock
+    return None

@@ -15,10 +15,13 @@ Settings (each may be prefixed ``listener.name.<listener>.``, as in Kafka):
   form, as Java's ``X500Principal.getName()``) or ``RULE:regex/replacement/[LU]`` entries tried in
   order, as Kafka's ``SslPrincipalMapper``.
 
-Handshake: the listener accepts sockets itself and awaits ``loop.connect_accepted_socket`` with
-the SSLContext instead of handing it to ``create_server``, because asyncio drops a failed
-handshake (a plaintext client on a TLS port, garbage, an untrusted client certificate) without
-telling anyone; here each failure closes that one connection with a log line naming the peer.
+Handshake: the listener accepts sockets itself instead of handing the SSLContext to
+``create_server``, because asyncio drops a failed handshake (a plaintext client on a TLS port,
+garbage, an untrusted client certificate) without telling anyone; here each failure closes that
+one connection with a log line naming the peer.  Since issue 24 the accepted socket goes to the
+listener's TLS thread (broker/security/tls_thread.py), which does the handshake and all of the
+connection's encryption and socket I/O off the event loop; ``TlsServer.offload = False`` keeps
+the earlier path (``loop.connect_accepted_socket`` with the SSLContext, TLS on the loop).
 """
 
 from __future__ import annotations
@@ -187,6 +190,10 @@ class TlsServer:
     the failure, and uvloop's ``start_tls`` on an accepted transport loses early bytes).  Offers
     the ``close``/``wait_closed``/``sockets`` surface of an asyncio server."""
 
+    # TLS on a thread of the listener's own (broker/security/tls_thread.py); False runs it on the
+    # loop through uvloop's/asyncio's SSL protocol, as before issue 24 (kept for comparison).
+    offload = True
+
     def __init__(self, loop, context: ssl.SSLContext, listener, make_connection) -> None:
         self.loop = loop
         self.context = context
@@ -195,6 +202,7 @@ class TlsServer:
         self.sockets: list[socket.socket] = []
         self._accepting: asyncio.Task | None = None
         self._handshakes: set[asyncio.Task] = set()
+        self._worker = None
 
     async def start(self, host: str, port: int, backlog: int = 1024) -> None:
         infos = await self.loop.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
@@ -210,6 +218,10 @@ class TlsServer:
             sock.close()
             raise
         self.sockets = [sock]
+        if self.offload:
+            from .tls_thread import TlsWorker
+
+            self._worker = TlsWorker(self.loop, self.context, self.listener, self.make_connection)
         self._accepting = self.loop.create_task(self._accept_loop(sock))
 
     async def _accept_loop(self, sock) -> None:
@@ -248,6 +260,8 @@ class TlsServer:
             task.cancel()
         for sock in self.sockets:
             sock.close()
+        if self._worker is not None:
+            self._worker.stop()
 
     async def wait_closed(self) -> None:
         if self._accepting is not None:
@@ -255,6 +269,11 @@ class TlsServer:
                 await self._accepting
             except (asyncio.CancelledError, Exception):
                 pass
+        if self._worker is not None:
+            worker = self._worker
+            deadline = self.loop.time() + 1.0
+            while worker.alive() and self.loop.time() < deadline:
+                await asyncio.sleep(0.01)
 
 
 def peer_principal(transport, listener, config) -> str | None:

@@ -4,7 +4,8 @@ A child process runs ``minikafka serve`` (default configuration, empty data dir)
 names in ``sys.modules`` when it exits; the test asks it for Metadata once it prints its ready
 line, then stops it with SIGTERM.  The HTTP server (aiohttp), the console (jinja2), the metrics
 (prometheus_client), the security tools (cryptography), the client commands (confluent_kafka),
-Spark and the OTLP decoder must not be among the modules.  With an HTTP port configured the port
+Spark and the OTLP decoder must not be among the modules, nor what only made an idle broker larger
+(shutil for argparse's terminal width, the IDNA codec for resolving 127.0.0.1, random).  With an HTTP port configured the port
 is bound at start but aiohttp loads with the first HTTP connection, which the second test checks
 both ways.
 """
@@ -47,6 +48,11 @@ NOT_FOR_SERVING = (
     "minikafka.broker.seed", "minikafka.pipeline", "minikafka.protocol.otlp",
     # The group and transaction coordinators load with their first use (an empty data dir here).
     "minikafka.broker.group.shard", "minikafka.broker.txn.coordinator",
+    # Idle memory (issue 24): argparse's terminal width (shutil, with bz2 and lzma), the loop's
+    # resolving of an IP-literal listener host (the IDNA codec), random (test faults, the first
+    # fetch session), the TLS listener thread (no TLS listener here).
+    "shutil", "bz2", "lzma", "encodings.idna", "stringprep", "random",
+    "minikafka.broker.security.tls_thread",
 )
 
 

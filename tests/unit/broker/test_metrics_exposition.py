@@ -160,3 +160,67 @@ def test_recorded_counters_and_histograms_read_as_prometheus_clients(seen):
         return sorted(line for line in generate_latest(r).decode().splitlines() if "_created" not in line)
 
     assert lines(registry) == lines(theirs)
+
+
+@dataclass
+class CountedLog(FakeLog):
+    changes: int = 0
+    reads: int = 0
+
+    @property
+    def high_watermark(self) -> int:
+        self.reads += 1
+        return self.log_end_offset
+
+
+def test_an_unchanged_log_is_not_read_again_until_the_full_read_is_due():
+    now = [0.0]
+    partitions = {("a", 0): CountedLog(0, 5, 5, 100), ("a", 1): CountedLog(0, 1, 1, 10),
+                  ("b", 0): CountedLog(0, 2, 2, 20)}
+    broker = FakeBroker(partitions)
+    gauges = PartitionGauges(clock=lambda: now[0])
+    assert gauges.render(broker) == reference(broker)
+    reads = {k: log.reads for k, log in partitions.items()}
+    assert gauges.render(broker) == reference(broker)
+    # reference() read each log once more; the gauges read none of them
+    assert {k: log.reads for k, log in partitions.items()} == {k: n + 1 for k, n in reads.items()}
+    # a counted change: that partition alone is read again, and shows its new values
+    partitions[("a", 1)].log_end_offset = 3
+    partitions[("a", 1)].changes += 1
+    before = {k: log.reads for k, log in partitions.items()}
+    text = gauges.render(broker)
+    after = {k: log.reads for k, log in partitions.items()}
+    assert after == {**before, ("a", 1): before[("a", 1)] + 1}
+    assert b'kafka_log_log_logendoffset{partition="1",topic="a"} 3.0\n' in text
+    # an uncounted change shows once the full read is due
+    partitions[("b", 0)].log_end_offset = 9
+    assert b'topic="b"} 9.0' not in gauges.render(broker)
+    now[0] += PartitionGauges.FULL_READ_S
+    assert gauges.render(broker) == reference(broker)
+
+
+def test_a_partition_logs_change_count_moves_with_everything_the_gauges_show(tmp_path):
+    from minikafka.protocol.records import build_batch
+    from minikafka.storage import PartitionLog
+
+    now = [1_000_000]
+    log = PartitionLog(str(tmp_path), {"segment.bytes": 200, "retention.ms": 1000}, now_ms=lambda: now[0])
+    seen = []
+
+    def step():
+        seen.append(log.changes)
+        assert len(set(seen)) == len(seen), seen  # every step below moved the count
+
+    step()
+    log.append(build_batch([(b"k", b"v" * 100, [], now[0])]))
+    step()
+    log.append(build_batch([(b"k", b"v" * 100, [], now[0])]))  # rolls: the segment is full
+    step()
+    log.roll()
+    step()
+    log.delete_records(1)
+    step()
+    now[0] += 10_000
+    log.apply_retention()
+    step()
+    log.close()
