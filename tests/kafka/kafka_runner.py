@@ -263,7 +263,13 @@ class KafkaBroker:
             "log.dirs": str(self.data_dir),
         }
         config.update(DEFAULT_CONFIG)
-        config.update(self.overrides)
+        # an override may name the runner's ports ("{port}", "{controller_port}"), e.g. to add a
+        # SASL listener beside the two the runner sets up
+        ports = {"{port}": str(self.port), "{controller_port}": str(self.controller_port)}
+        for name, value in self.overrides.items():
+            for placeholder, port in ports.items():
+                value = value.replace(placeholder, port)
+            config[name] = value
         return config
 
     def _classpath(self) -> str:

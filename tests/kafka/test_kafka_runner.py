@@ -29,6 +29,15 @@ def test_node_id_comes_from_an_override_or_the_default(tmp_path):
     assert broker.node_id == 0 and broker.config()["node.id"] == "0"
 
 
+def test_overrides_may_name_the_runner_ports(tmp_path):
+    broker = kafka_runner.KafkaBroker(tmp_path, {
+        "listeners": "PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port},"
+                     "SASL_PLAINTEXT://127.0.0.1:7001"}, port=7000)
+    broker.controller_port = 7002
+    assert broker.config()["listeners"] == ("PLAINTEXT://127.0.0.1:7000,CONTROLLER://127.0.0.1:7002,"
+                                            "SASL_PLAINTEXT://127.0.0.1:7001")
+
+
 def test_cli_start_applies_overrides_and_stop_ends_the_pid(apache_kafka, tmp_path):
     # apache_kafka first: it installs the jars (or skips/fails) before the CLI needs them.
     run_dir = tmp_path / "cli"
