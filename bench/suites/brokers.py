@@ -49,6 +49,9 @@ def start(args: argparse.Namespace) -> int:
     env_lines = []
     # minikafka
     mk_port = free_port()
+    # "{port}" in an override is the broker's own port, "{extra_port}" a second free port per
+    # broker (a SASL listener beside PLAINTEXT), "{extra_port2}" a third; all written to ports.env
+    mk_extra, k_extra, mk_extra2, k_extra2 = free_port(), free_port(), free_port(), free_port()
     cmd = [str(VENV_PY), "-m", "minikafka", "serve", "--port", str(mk_port),
            "--data-dir", str(run / "mk-data"), "--node-id", str(args.node_id)]
     if args.advertised_host:
@@ -57,8 +60,9 @@ def start(args: argparse.Namespace) -> int:
     if args.schema_registry:
         sr_port = free_port()
         cmd += ["--override", f"schema.registry.listeners=http://127.0.0.1:{sr_port}"]
-    for o in overrides:
-        cmd += ["--override", o]
+    for o in overrides + list(args.minikafka_override or []):
+        cmd += ["--override", o.replace("{port}", str(mk_port)).replace("{extra_port}", str(mk_extra))
+                             .replace("{extra_port2}", str(mk_extra2))]
     log = open(run / "minikafka.log", "ab")
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True, cwd=str(run))
@@ -82,12 +86,15 @@ def start(args: argparse.Namespace) -> int:
     if args.advertised_host:
         kcmd += ["--override", f"advertised.listeners=PLAINTEXT://{args.advertised_host}:{k_port}"]
     for o in overrides + list(args.kafka_override or []):
-        kcmd += ["--override", o]
+        kcmd += ["--override", o.replace("{extra_port}", str(k_extra))  # {port}: the runner's
+                             .replace("{extra_port2}", str(k_extra2))]
     result = subprocess.run(kcmd, capture_output=True, text=True, timeout=300)
     if result.returncode != 0:
         print(result.stdout + result.stderr, file=sys.stderr)
         return 1
     env_lines.append(f"KAFKA_PORT={k_port}")
+    env_lines += [f"MK_EXTRA_PORT={mk_extra}", f"KAFKA_EXTRA_PORT={k_extra}",
+                  f"MK_EXTRA_PORT2={mk_extra2}", f"KAFKA_EXTRA_PORT2={k_extra2}"]
     (run / "ports.env").write_text("\n".join(env_lines) + "\n")
     print("\n".join(env_lines))
     return 0
@@ -120,6 +127,8 @@ def main() -> int:
     s.add_argument("--advertised-host")
     s.add_argument("--schema-registry", action="store_true")
     s.add_argument("--override", action="append", metavar="NAME=VALUE")
+    s.add_argument("--minikafka-override", action="append", metavar="NAME=VALUE",
+                   help="a setting for minikafka only")
     s.add_argument("--kafka-override", action="append", metavar="NAME=VALUE",
                    help="a setting only Kafka has (minikafka refuses unknown names)")
     t = sub.add_parser("stop")

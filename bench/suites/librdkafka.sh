@@ -21,8 +21,8 @@ for side in mk:$MK_PORT kafka:$KAFKA_PORT; do
   name=${side%%:*}; port=${side#*:}
   mkdir -p "$RUN/rk-$name"
   printf 'bootstrap.servers=127.0.0.1:%s\ntest.timeout.multiplier=3\n' "$port" > "$RUN/rk-$name/test.conf"
-  (cd "$RUN/rk-$name" && TESTS="$TESTS_SEL" RDKAFKA_TEST_CONF="$RUN/rk-$name/test.conf" \
-     LD_LIBRARY_PATH="$RK/src:$RK/src-cpp" TEST_KAFKA_VERSION=4.2.0 KAFKA_PATH="${KAFKA_PATH:-}" timeout 1500 "$RK/tests/test-runner" -L -K -p2 -r "$@" \
+  (cd "$RK/tests" && TESTS="$TESTS_SEL" RDKAFKA_TEST_CONF="$RUN/rk-$name/test.conf" \
+     LD_LIBRARY_PATH="$RK/src:$RK/src-cpp" TEST_KAFKA_VERSION=4.2.0 KAFKA_PATH="${KAFKA_PATH:-}" timeout 1500 "$RK/tests/test-runner" -L -K ${RK_PARALLEL:--p2} "$@" \
      > "$RUN/rk-$name.txt" 2>&1) &
 done
 wait

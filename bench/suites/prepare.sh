@@ -6,8 +6,9 @@
 #    redefines the fixtures docker (None), kafka_image (the --docker-image value), ssl_folder (None),
 #    kafka_server (KafkaServer(host, port, 1, 1, 1, None)) and acl_manager, kafka_config,
 #    kerberos_utils (None).
-#  - kafkajs: testHelpers/index.js takes the host from KAFKAJS_HOST and the one plaintext broker's
-#    port from KAFKAJS_PLAINTEXT_PORT (plainTextBrokers(), connectionOpts() and the admin helper).
+#  - kafkajs: testHelpers/index.js takes the host from KAFKAJS_HOST and the one broker's ports from
+#    KAFKAJS_PLAINTEXT_PORT, KAFKAJS_SSL_PORT, KAFKAJS_SASL_PORT (plainTextBrokers(), sslBrokers(),
+#    saslBrokers(), the connection options and the admin helper).
 set -eu
 D=$1; mkdir -p "$D"; cd "$D"
 clone() { [ -d "$2" ] || git clone -q "https://github.com/$1.git" "$2"; git -C "$2" checkout -q "$3"; }
@@ -65,6 +66,12 @@ if "KAFKAJS_PLAINTEXT_PORT" not in s:
                r"\1process.env.KAFKAJS_PLAINTEXT_PORT ? [`${host}:${process.env.KAFKAJS_PLAINTEXT_PORT}`] : ", s, count=1)
     s = re.sub(r"\n  port: 9092,\n", "\n  port: parseInt(process.env.KAFKAJS_PLAINTEXT_PORT || '9092', 10),\n", s, count=1)
     s = s.replace("brokers: [`${getHost()}:9092`]", "brokers: plainTextBrokers()")
+    s = re.sub(r"(const sslBrokers = \(host = getHost\(\)\) => )",
+               r"\1process.env.KAFKAJS_SSL_PORT ? [`${host}:${process.env.KAFKAJS_SSL_PORT}`] : ", s, count=1)
+    s = re.sub(r"(const saslBrokers = \(host = getHost\(\)\) => )",
+               r"\1process.env.KAFKAJS_SASL_PORT ? [`${host}:${process.env.KAFKAJS_SASL_PORT}`] : ", s, count=1)
+    s = s.replace("    port: 9093,\n", "    port: parseInt(process.env.KAFKAJS_SSL_PORT || '9093', 10),\n")
+    s = s.replace("    port: 9094,\n", "    port: parseInt(process.env.KAFKAJS_SASL_PORT || '9094', 10),\n")
     open(p, "w").write(s)
 PY
 
