@@ -1,3 +1,12 @@
+"""When does a classic group's first generation form? (evidence for librdkafka 0102/0118, issue 20)
+
+    .venv/bin/python bench/suites/join_probe.py PORT      (from the repository root)
+
+Two members join with an empty member id (JoinGroup v5: MEMBER_ID_REQUIRED), the first rejoins
+with its id at once, the second one second later; prints each JoinGroup answer (generation,
+members seen) and how long it took.  Run against minikafka and Apache Kafka 4.2 with
+group.initial.rebalance.delay.ms=0 (bench/suites/brokers.py start DIR).
+"""
 import sys, time, threading
 sys.path.insert(0, ".")
 from tests.conformance.wire import Conn
