@@ -244,6 +244,12 @@ class KafkaBroker:
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
 
+    @property
+    def node_id(self) -> int:
+        """The node id: NODE_ID unless an override gives node.id (client suites whose own
+        brokers are node 0 assign replicas to it)."""
+        return int(self.overrides.get("node.id", NODE_ID))
+
     def config(self) -> dict[str, str]:
         config = {
             "process.roles": "broker,controller",
@@ -257,7 +263,13 @@ class KafkaBroker:
             "log.dirs": str(self.data_dir),
         }
         config.update(DEFAULT_CONFIG)
-        config.update(self.overrides)
+        # an override may name the runner's ports ("{port}", "{controller_port}"), e.g. to add a
+        # SASL listener beside the two the runner sets up
+        ports = {"{port}": str(self.port), "{controller_port}": str(self.controller_port)}
+        for name, value in self.overrides.items():
+            for placeholder, port in ports.items():
+                value = value.replace(placeholder, port)
+            config[name] = value
         return config
 
     def _classpath(self) -> str:
@@ -333,7 +345,8 @@ class KafkaBroker:
                 raise KafkaError(f"kafka exited with {self.proc.returncode} before it was ready\n"
                                  f"{self.tail_logs()}")
             probe = _metadata_probe(self.host, self.port, timeout=2.0)
-            if probe is not None and NODE_ID in probe[0] and probe[1] == NODE_ID:
+            node_id = self.node_id
+            if probe is not None and node_id in probe[0] and probe[1] == node_id:
                 return
             if time.monotonic() >= deadline:
                 raise KafkaError(f"kafka not ready on {self.bootstrap} within {timeout:.0f}s\n"

@@ -23,18 +23,34 @@ def test_session_broker_answers_metadata_as_a_single_kraft_node(apache_kafka):
            f"{apache_kafka.controller_port}" in config
 
 
+def test_node_id_comes_from_an_override_or_the_default(tmp_path):
+    assert kafka_runner.KafkaBroker(tmp_path / "a").node_id == kafka_runner.NODE_ID
+    broker = kafka_runner.KafkaBroker(tmp_path / "b", {"node.id": 0})
+    assert broker.node_id == 0 and broker.config()["node.id"] == "0"
+
+
+def test_overrides_may_name_the_runner_ports(tmp_path):
+    broker = kafka_runner.KafkaBroker(tmp_path, {
+        "listeners": "PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port},"
+                     "SASL_PLAINTEXT://127.0.0.1:7001"}, port=7000)
+    broker.controller_port = 7002
+    assert broker.config()["listeners"] == ("PLAINTEXT://127.0.0.1:7000,CONTROLLER://127.0.0.1:7002,"
+                                            "SASL_PLAINTEXT://127.0.0.1:7001")
+
+
 def test_cli_start_applies_overrides_and_stop_ends_the_pid(apache_kafka, tmp_path):
     # apache_kafka first: it installs the jars (or skips/fails) before the CLI needs them.
     run_dir = tmp_path / "cli"
     started = subprocess.run([sys.executable, str(RUNNER), "start", "--dir", str(run_dir),
-                              "--override", "num.partitions=3"],
+                              "--override", "num.partitions=3", "--override", "node.id=0"],
                              capture_output=True, text=True, timeout=120)
     assert started.returncode == 0, started.stderr
     words = started.stdout.split()
     pid, bootstrap = int(words[words.index("pid") + 1]), words[words.index("on") + 1]
     try:
         port = int(bootstrap.rsplit(":", 1)[1])
-        assert kafka_runner._metadata_probe("127.0.0.1", port, timeout=5) is not None
+        # node.id=0 (client suites whose own brokers are node 0): ready means node 0 answers
+        assert kafka_runner._metadata_probe("127.0.0.1", port, timeout=5) == ([0], 0)
         assert "num.partitions=3" in (run_dir / "server.properties").read_text().splitlines()
         again = subprocess.run([sys.executable, str(RUNNER), "start", "--dir", str(run_dir)],
                                capture_output=True, text=True, timeout=30)
