@@ -514,6 +514,8 @@ _OWN_BROKER_KEYS = (
 _OWN_DEFAULTS = frozenset({"group.initial.rebalance.delay.ms", "offsets.topic.replication.factor",
                            "queued.max.request.bytes", "ssl.keystore.type", "ssl.truststore.type",
                            "group.coordinator.rebalance.protocols",
+                           "share.coordinator.state.topic.replication.factor",
+                           "share.coordinator.state.topic.min.isr",
                            "log.roll.ms", "log.retention.ms", "log.flush.interval.ms",
                            "log.roll.jitter.ms", "listeners", "advertised.listeners", "log.dirs"})
 

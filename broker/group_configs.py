@@ -36,9 +36,10 @@ from typing import Any, Mapping
 
 from minikafka.broker import configs as cfg
 from minikafka.broker.configs import ConfigSource, ResourceType
+from minikafka.protocol.errors import ErrorCode
 
 GROUP = int(ResourceType.GROUP)
-INVALID_CONFIG, INVALID_REQUEST = 40, 42
+INVALID_CONFIG, INVALID_REQUEST = ErrorCode.INVALID_CONFIG, ErrorCode.INVALID_REQUEST
 
 # Group config -> the broker setting that supplies its default (Kafka's GroupCoordinatorConfig /
 # ShareGroupConfig); names without one take GroupConfig's own default.

@@ -102,7 +102,7 @@ from .result import CoordinatorResult, Record, every_partition, join_error, sync
 from .result import empty as _empty
 from ..clock import Clock, Timer
 from ..share.group_manager import ShareConfig, ShareGroupManager
-from ..streams.manager import StreamsConfig, StreamsGroupManager
+from ..streams.manager import StreamsConfig
 from ..streams.plug import StreamsGroupType
 from ..share.records import ShareGroupKey, decode_value as decode_share_value
 
@@ -238,8 +238,9 @@ class CoordinatorShard:
         self.migration = GroupMigration(self, self.classic, self.consumer)
         self.consumer.migration = self.migration
         # Every group type; ListGroups and retention go through them in this order.
-        self.streams = StreamsGroupManager(self, streams_config)  # KIP-1071 streams groups (broker/streams)
-        self.group_managers: tuple[GroupManager, ...] = (self.classic, self.consumer, StreamsGroupType(self.streams))
+        streams = StreamsGroupType(self, streams_config)  # KIP-1071 streams groups (broker/streams)
+        self.streams = streams.manager
+        self.group_managers: tuple[GroupManager, ...] = (self.classic, self.consumer, streams)
         self._record_owners: dict[type, Any] = {OffsetCommitKey: self.offsets}
         for manager in self.group_managers:
             for key_class in manager.record_keys:

@@ -23,8 +23,9 @@ class StreamsGroupType:
     group_type = "streams"
     record_keys = (StreamsGroupKey,)
 
-    def __init__(self, manager: StreamsGroupManager) -> None:
-        self.manager = manager
+    def __init__(self, runtime, config=None) -> None:
+        self.runtime = runtime
+        self.manager = StreamsGroupManager(runtime, config)
 
     # -- records --------------------------------------------------------------------------------
     def decode_value(self, key: StreamsGroupKey, raw) -> Any:

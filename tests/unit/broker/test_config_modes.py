@@ -335,5 +335,5 @@ def test_a_consumer_group_uses_its_own_session_timeout_and_heartbeat_interval():
     assert join("fast")["heartbeat_interval_ms"] == 1000
     assert join("slow")["heartbeat_interval_ms"] == 5000
     timer.advance(3000)  # the fast group's session timeout, not the broker's 45 s
-    assert "m" not in shard.consumer_groups["fast"].members
-    assert "m" in shard.consumer_groups["slow"].members
+    assert "m" not in shard.consumer.groups["fast"].members
+    assert "m" in shard.consumer.groups["slow"].members

@@ -25,7 +25,7 @@ def _protocol_members(protocol) -> set[str]:
 def test_every_group_manager_provides_the_plug_in_protocol():
     timer = MockTimer()
     shard = CoordinatorShard(0, MemoryOffsetsLog(), timer, timer.clock)
-    assert [m.group_type for m in shard.group_managers] == ["classic", "consumer"]
+    assert [m.group_type for m in shard.group_managers] == ["classic", "consumer", "streams"]
     wanted = _protocol_members(GroupManager) | _protocol_members(OffsetOwner)
     assert {"replay", "on_loaded", "unload", "group", "list_groups", "validate_offset_commit"} <= wanted
     for manager in shard.group_managers:
