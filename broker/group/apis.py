@@ -738,12 +738,14 @@ def _activate(broker, info) -> "GroupCoordinator":
     consumer_config = ConsumerConfig.from_broker_config(broker.config)
     # Each group's own consumer.* configs (ConfigResource GROUP), read at every heartbeat.
     consumer_config.group_configs = lambda group_id: group_configs.effective(broker, group_id)
+    streams_config = StreamsConfig.from_broker_config(broker.config)
+    streams_config.group_configs = consumer_config.group_configs
     coordinator = GroupCoordinator(info.num_partitions, lambda p: PartitionLogAdapter(broker, p), timer,
                                    broker, GroupConfig.from_broker_config(broker.config),
                                    consumer_config,
                                    topic_image(broker.controller),
                                    ShareConfig.from_broker_config(broker.config), BrokerHooks(broker),
-                                   StreamsConfig.from_broker_config(broker.config))
+                                   streams_config)
     coordinator.active = True
     broker.group_coordinator = coordinator
     return coordinator

@@ -63,6 +63,17 @@ class StreamsConfig:
     num_standby_replicas: int = 0
     max_standby_replicas: int = 2
     initial_rebalance_delay_ms: int = 3000
+    # group id -> that group's configs in force (broker/group_configs.py ``effective``: its GROUP
+    # resource overrides of streams.*, else these broker values); None: these values for every group.
+    group_configs: Optional[Callable[[str], dict]] = None
+
+    def for_group(self, group_id: str, name: str) -> int:
+        """The streams.<name> group config of ``group_id`` ("session.timeout.ms", ...), as Kafka's
+        GroupConfig resolves it: the group's own value when set, else the broker's."""
+        default = getattr(self, name.replace(".", "_"))
+        if self.group_configs is None:
+            return default
+        return int(self.group_configs(group_id).get("streams." + name, default))
 
     SETTINGS = {
         "session_timeout_ms": ("group.streams.session.timeout.ms", 1),
@@ -355,7 +366,7 @@ class StreamsGroupManager:
                 self._check_tasks(configured, tasks)
         if validated != group.validated_topology_epoch:
             bump = True
-        assignment_configs = {"num.standby.replicas": str(self.config.num_standby_replicas)}
+        assignment_configs = {"num.standby.replicas": str(self.config.for_group(group.group_id, "num.standby.replicas"))}
         if not bump and assignment_configs != group.last_assignment_configs:
             bump = True
 
@@ -368,7 +379,7 @@ class StreamsGroupManager:
             log.info("streams group %s: epoch %d (member %s)", group_id, group_epoch, member_id)
             group.metadata_refresh_deadline = (now + INT_MAX, group_epoch)
 
-        delay = self.config.initial_rebalance_delay_ms
+        delay = self.config.for_group(group_id, "initial.rebalance.delay.ms")
         if group.is_empty() and delay > 0 and not self.shard.timer.is_scheduled(_initial_key(group_id)):
             self._schedule(_initial_key(group_id), delay, lambda: self._delayed_target_assignment(group_id))
 
@@ -396,7 +407,7 @@ class StreamsGroupManager:
 
         response = {"error_code": ErrorCode.NONE, "error_message": None, "member_id": member_id,
                     "member_epoch": reconciled.member_epoch,
-                    "heartbeat_interval_ms": self.config.heartbeat_interval_ms,
+                    "heartbeat_interval_ms": self.config.for_group(group_id, "heartbeat.interval.ms"),
                     "acceptable_recovery_lag": 0, "task_offset_interval_ms": 0,
                     "active_tasks": None, "standby_tasks": None, "warmup_tasks": None,
                     "endpoint_information_epoch": 0, "partitions_by_user_endpoint": None}
@@ -619,7 +630,7 @@ class StreamsGroupManager:
         self.shard.timer.schedule(key, delay_ms, lambda: self.shard.execute(operation()))
 
     def _schedule_session(self, group_id: str, member_id: str) -> None:
-        self._schedule(_session_key(group_id, member_id), self.config.session_timeout_ms,
+        self._schedule(_session_key(group_id, member_id), self.config.for_group(group_id, "session.timeout.ms"),
                        lambda: self._fence_by_timer(group_id, member_id, "the member session expired"))
 
     def _schedule_rebalance_timeout(self, group_id: str, member: StreamsMember) -> None:

@@ -258,6 +258,24 @@ def test_session_expires_exactly_at_the_timeout():
     assert w.group().members == {} and str(w.group().state) == "Empty"
 
 
+def test_group_configs_override_the_broker_settings_per_group():
+    """streams.session.timeout.ms / streams.heartbeat.interval.ms of a GROUP config resource apply to
+    that group only (broker/group_configs.effective supplies them in the broker)."""
+    w = World(session_timeout_ms=45000)
+    w.config.group_configs = lambda group_id: ({"streams.session.timeout.ms": 50000,
+                                                "streams.heartbeat.interval.ms": 2000}
+                                               if group_id == "app" else {})
+    w.topic("input", 1)
+    r = join_until_stable(w)
+    assert r["heartbeat_interval_ms"] == 2000
+    other = w.hb("x1", 0, word_count(), group="other", process="p9")
+    assert other["error_code"] == E.NONE and other["heartbeat_interval_ms"] == 5000  # the broker's
+    w.timer.advance(49999)
+    assert "m1" in w.group().members
+    w.timer.advance(1)
+    assert w.group().members == {}
+
+
 def test_rebalance_timeout_fences_a_member_that_does_not_revoke():
     w = World()
     w.topic("input", 2)
