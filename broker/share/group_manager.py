@@ -711,6 +711,8 @@ class ShareGroupManager:
                     entry.partitions |= i.partitions
             image = self.topics()
             by_id = {tid: (name, n) for name, (tid, n) in image.items()}
+            # Topics deleted since were cleaned up with them (Kafka: on partition deletion): no state to delete.
+            candidates = {t: i for t, i in candidates.items() if t in by_id}
             for t in info.deleting:
                 if t in by_id:  # an earlier delete that did not finish: again, for every partition
                     entry = candidates.setdefault(t, InitInfo(by_id[t][0], set(), -1))

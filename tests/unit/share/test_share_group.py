@@ -253,6 +253,23 @@ def test_failed_initialization_is_undone_and_retried():
     assert parts(s.hb("a", r["member_epoch"], None)) == {T1: {0, 1}}
 
 
+def test_deleting_a_group_skips_the_share_state_of_deleted_topics():
+    class Strict(MemoryPersister):
+        def delete(self, group_id, topic_id, partition):
+            if (group_id, topic_id, partition) not in self.states:
+                return E.UNKNOWN_TOPIC_OR_PARTITION
+            return super().delete(group_id, topic_id, partition)
+
+    persister = Strict()
+    s = Share(persister=persister)
+    s.join_and_settle("a", topics=("t1", "t2"))
+    s.hb("a", -1, None)
+    del s.topics["t2"]  # the topic is deleted, and its share state with it
+    persister.states.pop(("g", T2, 0))
+    assert s.shard.delete_group("g") == E.NONE
+    assert persister.states == {}
+
+
 @settings(max_examples=60, deadline=None)
 @given(members=st.integers(1, 7), partitions=st.integers(0, 9))
 def test_simple_assignor_balances_and_shares(members, partitions):
