@@ -310,3 +310,20 @@ def test_contradicting_share_settings_stop_the_broker(overrides, message):
     else:
         with pytest.raises(ShareConfigError, match=message):
             validate_broker_settings(config)
+
+
+def test_the_manager_answers_the_shards_group_type_protocol():
+    s = Share()
+    s.join_and_settle("a")
+    m = s.share
+    assert m.group_type == "share" and m.record_keys == (ShareGroupKey,)
+    assert m.group("g") is s.share.groups["g"] and m.group("x") is None
+    assert m.validate_delete_group("g") == E.NON_EMPTY_GROUP and m.validate_delete_group("x") == E.GROUP_ID_NOT_FOUND
+    assert m.validate_offset_commit("g", "a", None, 1, 9) == E.GROUP_ID_NOT_FOUND
+    assert m.validate_offset_fetch("g", "a", 1) is None
+    assert m.validate_offset_delete("g") == (E.GROUP_ID_NOT_FOUND, None)
+    assert m.retention_candidates() == [] and not m.deletable_without_offsets(m.group("g"))
+    kinds = [k.kind for k, v in m.group_tombstones("g") if v is None]
+    assert kinds[0] == "ShareGroupCurrentMemberAssignment" and kinds[-1] == "ShareGroupMetadata"
+    s.hb("a", -1, None)
+    assert m.validate_delete_group("g") is None
