@@ -357,9 +357,9 @@ class _ScrapeCollector:
                                                  "Dead")}
         for g in groups:
             gid = g["group_id"]
-            states[g["group_state"]] = states.get(g["group_state"], 0) + 1
             if g.get("group_type") == "share":
                 continue  # share groups have their own gauges (kafka_sharegroup_*, below)
+            states[g["group_state"]] = states.get(g["group_state"], 0) + 1
             desc = views.describe_group(broker, gid)
             members.add_metric([gid], len(desc["members"]) if desc else 0)
             total = 0

@@ -140,6 +140,14 @@ class ShareGroup:
     def state(self) -> ShareGroupState:
         return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
 
+    @staticmethod
+    def offset_expiration_base():
+        return None  # no committed offsets
+
+    @staticmethod
+    def is_subscribed_to_topic(topic: str) -> bool:
+        return False
+
     def changed(self) -> None:
         """Members or target changed (replay): drop what was derived from them."""
         self._subscribed = self._targeted = None

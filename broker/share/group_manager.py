@@ -711,6 +711,8 @@ class ShareGroupManager:
                     entry.partitions |= i.partitions
             image = self.topics()
             by_id = {tid: (name, n) for name, (tid, n) in image.items()}
+            # Topics deleted since were cleaned up with them (Kafka: on partition deletion): no state to delete.
+            candidates = {t: i for t, i in candidates.items() if t in by_id}
             for t in info.deleting:
                 if t in by_id:  # an earlier delete that did not finish: again, for every partition
                     entry = candidates.setdefault(t, InitInfo(by_id[t][0], set(), -1))
@@ -730,15 +732,69 @@ class ShareGroupManager:
                         log.error("share group %s: deleting the share state of %s-%d failed: %s",
                                   group_id, i.name, p, code.name)
                         return code
-        records = [(rec.key("ShareGroupTargetAssignmentMetadata", group_id), None),
-                   (rec.key("ShareGroupStatePartitionMetadata", group_id), None),
-                   (rec.key("ShareGroupMetadata", group_id), None)]
-        error = self._execute(CoordinatorResult(records, ErrorCode.NONE, on_appended=lambda e: e))
+        error = self._execute(CoordinatorResult(self.group_tombstones(group_id), ErrorCode.NONE,
+                                                on_appended=lambda e: e))
         if error:
             return error
         self.hooks.on_group_deleted(group_id)
         log.info("share group %s deleted", group_id)
         return ErrorCode.NONE
+
+    # == the shard's plug-in protocol for group types (GroupManager + OffsetOwner) =================
+    # What a coordinator shard composed of one manager per group type asks of each: the records it
+    # owns, its groups by id, deletion and retention, and the offsets questions (a share group has no
+    # committed offsets: Kafka answers GROUP_ID_NOT_FOUND for commits and deletes, nothing for fetches).
+
+    group_type = PROTOCOL_TYPE
+    record_keys = (rec.ShareGroupKey,)
+
+    @staticmethod
+    def decode_value(key: rec.ShareGroupKey, raw) -> Optional[rec.ShareGroupValue]:
+        return rec.decode_value(key.kind, raw)
+
+    def group(self, group_id: str) -> Optional[ShareGroup]:
+        return self.groups.get(group_id)
+
+    def validate_delete_group(self, group_id: str) -> Optional[ErrorCode]:
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        return ErrorCode.NON_EMPTY_GROUP if group.members else None
+
+    def group_tombstones(self, group_id: str) -> list:
+        """The records that delete an empty share group (Kafka's ShareGroup.createGroupTombstoneRecords)."""
+        group = self.groups.get(group_id)
+        members = list(group.members) if group is not None else []
+        return ([(rec.key("ShareGroupCurrentMemberAssignment", group_id, m), None) for m in members]
+                + [(rec.key("ShareGroupTargetAssignmentMember", group_id, m), None) for m in members]
+                + [(rec.key("ShareGroupTargetAssignmentMetadata", group_id), None)]
+                + [(rec.key("ShareGroupMemberMetadata", group_id, m), None) for m in members]
+                + [(rec.key("ShareGroupStatePartitionMetadata", group_id), None),
+                   (rec.key("ShareGroupMetadata", group_id), None)])
+
+    @staticmethod
+    def retention_candidates() -> list:
+        return []  # share groups never expire (Kafka: shouldExpire is false)
+
+    @staticmethod
+    def deletable_without_offsets(group) -> bool:
+        return False
+
+    def _not_consumer(self, group_id: str) -> ErrorCode:
+        return ErrorCode.GROUP_ID_NOT_FOUND  # "Group ... is not a consumer group."
+
+    def validate_offset_commit(self, group_id, member_id, instance_id, generation, api_version):
+        return self._not_consumer(group_id)
+
+    def validate_txn_offset_commit(self, group_id, member_id, instance_id, generation):
+        return self._not_consumer(group_id)
+
+    @staticmethod
+    def validate_offset_fetch(group_id, member_id, member_epoch):
+        return None  # Kafka 4.2 answers a fetch for a share group's id with no offsets and no error
+
+    def validate_offset_delete(self, group_id):
+        return self._not_consumer(group_id), None
 
     def summary(self) -> list[dict]:
         """Every share group of this shard, for the operator surface (CLI, metrics, console)."""

@@ -100,9 +100,7 @@ def test_share_consumers_join_share_partitions_leave_and_the_group_is_deleted(br
             if c is not None:
                 c.close()
     wait_until(lambda: describe(broker, group)["group_state"] == "Empty", timeout=WAIT, what="the group to be empty")
-    with RawClient(broker.port) as raw:
-        result = raw.request(42, 2, {"groups_names": [group]})["results"][0]
-    assert result["error_code"] == 0
+    mk(broker, "group", "delete", group)  # DeleteGroups through the CLI's client (confluent-kafka)
     gone = describe(broker, group)
     assert gone["error_code"] == 69 and gone["error_message"] == f"Group {group} not found."
 

@@ -126,6 +126,8 @@ def share_group_id_across_group_types(ctx):
              label="OffsetCommit")
     ctx.call(9, 8, {"groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": None}],
                     "require_stable": False}, label="OffsetFetch")
+    ctx.call(9, 9, {"groups": [{"group_id": group, "member_id": "member-a-0000000000000001", "member_epoch": 1,
+                                "topics": None}], "require_stable": False}, label="OffsetFetch as a member")
     ctx.call(47, 0, {"group_id": group, "topics": [{"name": topic, "partitions": [{"partition_index": 0}]}]},
              label="OffsetDelete")
     # And a consumer group's / a classic group's id for a share heartbeat.

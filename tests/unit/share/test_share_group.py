@@ -253,6 +253,23 @@ def test_failed_initialization_is_undone_and_retried():
     assert parts(s.hb("a", r["member_epoch"], None)) == {T1: {0, 1}}
 
 
+def test_deleting_a_group_skips_the_share_state_of_deleted_topics():
+    class Strict(MemoryPersister):
+        def delete(self, group_id, topic_id, partition):
+            if (group_id, topic_id, partition) not in self.states:
+                return E.UNKNOWN_TOPIC_OR_PARTITION
+            return super().delete(group_id, topic_id, partition)
+
+    persister = Strict()
+    s = Share(persister=persister)
+    s.join_and_settle("a", topics=("t1", "t2"))
+    s.hb("a", -1, None)
+    del s.topics["t2"]  # the topic is deleted, and its share state with it
+    persister.states.pop(("g", T2, 0))
+    assert s.shard.delete_group("g") == E.NONE
+    assert persister.states == {}
+
+
 @settings(max_examples=60, deadline=None)
 @given(members=st.integers(1, 7), partitions=st.integers(0, 9))
 def test_simple_assignor_balances_and_shares(members, partitions):
@@ -295,3 +312,20 @@ def test_contradicting_share_settings_stop_the_broker(overrides, message):
         # share-only rules by the share side: either way the broker does not start.
         with pytest.raises((ConfigError, ShareConfigError), match=message):
             validate_broker_settings(BrokerConfig.load(environ={}, overrides=overrides))
+
+
+def test_the_manager_answers_the_shards_group_type_protocol():
+    s = Share()
+    s.join_and_settle("a")
+    m = s.share
+    assert m.group_type == "share" and m.record_keys == (ShareGroupKey,)
+    assert m.group("g") is s.share.groups["g"] and m.group("x") is None
+    assert m.validate_delete_group("g") == E.NON_EMPTY_GROUP and m.validate_delete_group("x") == E.GROUP_ID_NOT_FOUND
+    assert m.validate_offset_commit("g", "a", None, 1, 9) == E.GROUP_ID_NOT_FOUND
+    assert m.validate_offset_fetch("g", "a", 1) is None
+    assert m.validate_offset_delete("g") == (E.GROUP_ID_NOT_FOUND, None)
+    assert m.retention_candidates() == [] and not m.deletable_without_offsets(m.group("g"))
+    kinds = [k.kind for k, v in m.group_tombstones("g") if v is None]
+    assert kinds[0] == "ShareGroupCurrentMemberAssignment" and kinds[-1] == "ShareGroupMetadata"
+    s.hb("a", -1, None)
+    assert m.validate_delete_group("g") is None
