@@ -133,6 +133,15 @@ def test_share_consumer_progress_in_describe_share_group_offsets(any_broker):
     assert with_admin == {"error_code": 0, "partitions": [0]}
     info = _describe(bootstrap, group, topic)
     assert (info["start_offset"], info["lag"]) == (0, end)
+    # A new member of the group starts from there: every record again (sentinels included)
+    again = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
+    again.subscribe([topic])
+    offsets = set()
+    deadline = time.monotonic() + 60
+    while len(offsets) < end and time.monotonic() < deadline:
+        offsets.update(m.offset() for m in again.poll(0.5))
+    again.close()
+    assert offsets == set(range(end))
 
 
 def _alter(bootstrap: str, group: str, topic: str, start: int) -> dict:
