@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from clienttools import ROOT, require_tool
+from conftest import RawClient
 
 pytestmark = pytest.mark.integration
 
@@ -55,8 +56,6 @@ def test_java_admin_share_group_offsets(any_broker, java_classes):
 
 def _describe(bootstrap: str, group: str, topic: str) -> dict:
     """DescribeShareGroupOffsets v1 of partition 0 (a raw request, as the admin tools send it)."""
-    from conftest import RawClient
-
     host, port = bootstrap.rsplit(":", 1)
     deadline = time.monotonic() + 30
     while True:
@@ -133,11 +132,18 @@ def test_share_consumer_progress_in_describe_share_group_offsets(any_broker):
     assert with_admin == {"error_code": 0, "partitions": [0]}
     info = _describe(bootstrap, group, topic)
     assert (info["start_offset"], info["lag"]) == (0, end)
+    # A new member of the group starts from there: every record again (sentinels included)
+    again = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
+    again.subscribe([topic])
+    offsets = set()
+    deadline = time.monotonic() + 60
+    while len(offsets) < end and time.monotonic() < deadline:
+        offsets.update(m.offset() for m in again.poll(0.5))
+    again.close()
+    assert offsets == set(range(end))
 
 
 def _alter(bootstrap: str, group: str, topic: str, start: int) -> dict:
-    from conftest import RawClient
-
     host, port = bootstrap.rsplit(":", 1)
     with RawClient(int(port)) as c:
         found = c.request(10, 3, {"key": group, "key_type": 0})

@@ -1,7 +1,8 @@
 """Crash safety of share-partition state: kill -9 the broker while the share coordinator is being
 written to, restart it on the same data dir, and check that every write the broker acknowledged is in
 the state it reads back (and nothing that was never sent), across ShareSnapshot/ShareUpdate records
-(a snapshot every 3 updates here) and a prune of the log below the last snapshot."""
+(a snapshot every 3 updates here) and a prune of the log below the last snapshot.  Also, on a broker
+of its own, the authorization of the share-state APIs with an authorizer and no ACLs."""
 
 from __future__ import annotations
 
@@ -158,3 +159,27 @@ def test_state_survives_restarts_snapshots_pruning_and_deletes(broker):
             {"partition": 0, "leader_epoch": 0}]}]}),
             lambda o: partition_errors(o)[0] not in (14, 15, 16), "read after delete and restart")
         assert partition_errors(out) == [42]  # the tombstone held: no state
+
+
+def test_without_acls_an_authorizer_denies_every_share_state_api(tmp_path):
+    """StandardAuthorizer with no ACLs (allow.everyone.if.no.acl.found=false): the share-group-state
+    RPCs and FindCoordinator key type 2 need CLUSTER_ACTION, the offsets admin APIs the group."""
+    b = start_broker(tmp_path, authorizer_class_name="org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+    try:
+        topic_id = uuid.uuid4()
+        with RawClient(b.port) as c:
+            key = f"g:{base64.urlsafe_b64encode(topic_id.bytes).rstrip(b'=').decode()}:0"
+            out = c.request(10, 6, {"key_type": 2, "coordinator_keys": [key]})
+            assert out["coordinators"][0]["error_code"] == 31  # CLUSTER_AUTHORIZATION_FAILED
+            body = {"group_id": "g", "topics": [{"topic_id": topic_id, "partitions": [
+                {"partition": 0, "leader_epoch": 0, "state_epoch": 0, "start_offset": 0}]}]}
+            for api in (83, 84, 86, 87):
+                out = c.request(api, 0, body)
+                p = out["results"][0]["partitions"][0]
+                assert (p["error_code"], p["error_message"]) == (31, "Cluster authorization failed."), api
+            out = c.request(90, 1, {"groups": [{"group_id": "g", "topics": None}]})
+            assert out["groups"][0]["error_code"] == 30  # GROUP_AUTHORIZATION_FAILED
+            assert c.request(91, 0, {"group_id": "g", "topics": []})["error_code"] == 30
+            assert c.request(92, 0, {"group_id": "g", "topics": []})["error_code"] == 30
+    finally:
+        b.stop()

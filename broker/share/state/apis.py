@@ -535,6 +535,10 @@ async def alter_share_group_offsets(ctx, body: dict) -> dict:
                     failed[(topic_id, p)] = (error, MSG.get(error) if isinstance(r, ErrorCode) else r.message)
         for topic_id, parts in done.items():
             view.mark_initialized(ctx.broker, group_id, topic_id, parts)
+        if done:
+            # The group is empty: share partitions cached with the old state load the new one when
+            # next used (in Kafka a new member reads from the altered start offset too).
+            view.forget_group(ctx.broker, group_id)
         for t in responses:
             for p in t["partitions"]:
                 err = failed.get((t["topic_id"], p["partition_index"]))
@@ -632,6 +636,7 @@ async def delete_share_group_offsets(ctx, body: dict) -> dict:
                 if code is not ErrorCode.NONE:
                     error = code
             if error is ErrorCode.NONE:
+                view.forget_group(ctx.broker, group_id)  # cached share partitions: state gone
                 forget = getattr(view, "forget_initialized", None)
                 if forget is not None:
                     forget(ctx.broker, group_id, topic_id)

@@ -223,3 +223,24 @@ def share_group_offsets_acl(ctx):
     ctx.call(92, 0, {"group_id": denied_group, "topics": [{"topic_name": open_topic}]}, label="delete, denied group")
     ctx.call(92, 0, {"group_id": group, "topics": [{"topic_name": denied_topic}, {"topic_name": open_topic}]},
              label="delete, denied topic")
+
+
+@scenario
+def share_state_topic(ctx):
+    """__share_group_state as Kafka 4.2 creates it: internal, its partition count, its topic configs."""
+    topic_id = create_topic(ctx, ctx.name("t"))
+    share_coordinator(ctx, ctx.name("g"), topic_id)
+
+    def only_partition_count(body):
+        out = dict(body)
+        out["topics"] = [{**t, "partitions": len(t["partitions"] or [])} for t in body["topics"]]
+        return out
+
+    ctx.call(3, 12, {"topics": [{"name": "__share_group_state", "topic_id": None}],
+                     "allow_auto_topic_creation": False, "include_topic_authorized_operations": False},
+             label="metadata", scoped=only_partition_count)
+    names = ["cleanup.policy", "compression.type", "segment.bytes", "min.insync.replicas", "retention.ms",
+             "retention.bytes", "max.message.bytes"]
+    ctx.call(32, 4, {"resources": [{"resource_type": 2, "resource_name": "__share_group_state",
+                                    "configuration_keys": names}],
+                     "include_synonyms": False, "include_documentation": False}, label="topic configs")

@@ -393,3 +393,46 @@ def test_any_sequence_replays_to_the_same_state(ops, per_snapshot):
     assert states(again) == states(c)
     for a, b in zip(again.shards, c.shards):  # the epochs and update counts a restart remembers
         assert (a.leader_epochs, a.state_epochs, a.update_counts) == (b.leader_epochs, b.state_epochs, b.update_counts)
+
+
+# Records Apache Kafka 4.2.2 wrote to __share_group_state for one share partition (read back with Fetch):
+# Initialize (state epoch 1, start offset 5), Read with the new leader epoch 3, Write v1 (two batches,
+# delivery complete count 2), Delete.  (key hex, value hex or None)
+KAFKA_RECORDS = [
+    ("00000004676f6c6444a46efca9644bb7ad839808d16f4d5300000000",
+     "00000000000000000001000000000000000000000005000001a215cab1bb000001a215cab1bb0101000400000000"),
+    ("00010004676f6c6444a46efca9644bb7ad839808d16f4d5300000000",
+     "0000000000000000000300000000000000050101000400000000"),
+    ("00010004676f6c6444a46efca9644bb7ad839808d16f4d5300000000",
+     "000000000000000000030000000000000005030000000000000005000000000000000602000100000000000000000700000000000000"
+     "090000010001000400000002"),
+    ("00000004676f6c6444a46efca9644bb7ad839808d16f4d5300000000", None),
+]
+
+
+def test_records_written_by_kafka_decode_and_encode_byte_for_byte():
+    decoded = []
+    for key_hex, value_hex in KAFKA_RECORDS:
+        raw_key = bytes.fromhex(key_hex)
+        raw_value = bytes.fromhex(value_hex) if value_hex else None
+        kind, k = decode_key(raw_key)
+        value = decode_value(kind, raw_value)
+        assert encode_key(kind, k) == raw_key and encode_value(kind, value) == raw_value
+        decoded.append((kind, k, value))
+    assert [kind for kind, _, _ in decoded] == [SNAPSHOT, UPDATE, UPDATE, SNAPSHOT]
+    k = decoded[0][1]
+    assert (k.group_id, k.partition) == ("gold", 0)
+    snap = decoded[0][2]
+    assert (snap.snapshot_epoch, snap.state_epoch, snap.leader_epoch, snap.start_offset,
+            snap.delivery_complete_count, snap.batches) == (0, 1, 0, 5, 0, [])
+    assert (decoded[1][2].leader_epoch, decoded[1][2].start_offset, decoded[1][2].batches) == (3, 5, [])
+    assert decoded[2][2].batches == [Batch(5, 6, ACKED, 1), Batch(7, 9, AVAILABLE, 1)]
+    assert decoded[2][2].delivery_complete_count == 2 and decoded[3][2] is None
+    # replayed, they give what Kafka answered to ReadShareGroupState before the delete
+    log = MemoryStateLog()
+    for offset, (kind, key_, value) in enumerate(decoded[:3]):
+        log.entries.append((offset, encode_key(kind, key_), encode_value(kind, value)))
+    c, _ = make([log], topics={k.topic_id: 1})
+    state = c.shards[0].states[k]
+    assert (state.state_epoch, state.start_offset, state.batches) == (1, 5, [Batch(5, 6, ACKED, 1), Batch(7, 9, AVAILABLE, 1)])
+    assert c.shards[0].leader_epochs[k] == 3
