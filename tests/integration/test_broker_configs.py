@@ -19,7 +19,7 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 
 from minikafka.protocol import codec
 
-from conftest import broker_for
+from conftest import broker_for, start_broker
 
 TIMEOUT = 30
 
@@ -185,3 +185,29 @@ def test_group_configs_with_kafka_python(kafka_broker):
 
     answer = _eventually(heartbeat, "a ConsumerGroupHeartbeat answer")
     assert answer["heartbeat_interval_ms"] == 1000
+
+
+@pytest.mark.minikafka_only(reason="restarts the broker process (the shared Kafka cannot be restarted)")
+def test_group_and_broker_configs_survive_a_killed_broker(tmp_path):
+    """Both kinds of dynamic config are metadata-log records: a killed broker comes back with them."""
+    broker = start_broker(tmp_path, **GROUP_SETTINGS)
+    try:
+        group = "durable-group"
+        set_group = _call(broker.bootstrap, 44, 1, {"resources": [{"resource_type": 32, "resource_name": group, "configs": [
+            {"name": "consumer.heartbeat.interval.ms", "config_operation": 0, "value": "2000"}]}],
+            "validate_only": False})["responses"][0]
+        set_broker = _call(broker.bootstrap, 44, 1, {"resources": [{"resource_type": 4, "resource_name": "1", "configs": [
+            {"name": "sasl.kerberos.min.time.before.relogin", "config_operation": 0, "value": "55000"}]}],
+            "validate_only": False})["responses"][0]
+        assert set_group["error_code"] == 0 and set_broker["error_code"] == 0
+        broker.restart(kill=True)
+        group_entry = _call(broker.bootstrap, 32, 4, {"resources": [{"resource_type": 32, "resource_name": group,
+                                                                     "configuration_keys": ["consumer.heartbeat.interval.ms"]}],
+                                                     "include_synonyms": False})["results"][0]["configs"][0]
+        assert (group_entry["value"], group_entry["config_source"]) == ("2000", 8)
+        broker_entry = _call(broker.bootstrap, 32, 4, {"resources": [{"resource_type": 4, "resource_name": "1",
+                                                                      "configuration_keys": ["sasl.kerberos.min.time.before.relogin"]}],
+                                                      "include_synonyms": False})["results"][0]["configs"][0]
+        assert (broker_entry["value"], broker_entry["config_source"]) == ("55000", 2)
+    finally:
+        broker.stop()
