@@ -47,6 +47,8 @@ NOT_FOR_SERVING = (
     "minikafka.broker.seed", "minikafka.pipeline", "minikafka.protocol.otlp",
     # The group and transaction coordinators load with their first use (an empty data dir here).
     "minikafka.broker.group.shard", "minikafka.broker.txn.coordinator",
+    # Kafka's broker config table loads with the first DescribeConfigs (issue 20).
+    "minikafka.broker.kafka_configs", "minikafka.broker.group_configs",
 )
 
 
