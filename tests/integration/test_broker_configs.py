@@ -10,6 +10,7 @@ reads after writes are retried (bounded).
 from __future__ import annotations
 
 import socket
+import subprocess
 import time
 import uuid
 
@@ -19,7 +20,14 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 
 from minikafka.protocol import codec
 
-from conftest import broker_for
+from conftest import broker_for, start_broker
+
+from pathlib import Path
+
+try:  # tests/integration as a package or as a rootdir module
+    from .clienttools import require_java_jars, require_tool
+except ImportError:
+    from clienttools import require_java_jars, require_tool
 
 TIMEOUT = 30
 
@@ -185,3 +193,100 @@ def test_group_configs_with_kafka_python(kafka_broker):
 
     answer = _eventually(heartbeat, "a ConsumerGroupHeartbeat answer")
     assert answer["heartbeat_interval_ms"] == 1000
+
+
+@pytest.mark.minikafka_only(reason="restarts the broker process (the shared Kafka cannot be restarted)")
+def test_group_and_broker_configs_survive_a_killed_broker(tmp_path):
+    """Both kinds of dynamic config are metadata-log records: a killed broker comes back with them."""
+    broker = start_broker(tmp_path, **GROUP_SETTINGS)
+    try:
+        group = "durable-group"
+        set_group = _call(broker.bootstrap, 44, 1, {"resources": [{"resource_type": 32, "resource_name": group, "configs": [
+            {"name": "consumer.heartbeat.interval.ms", "config_operation": 0, "value": "2000"}]}],
+            "validate_only": False})["responses"][0]
+        set_broker = _call(broker.bootstrap, 44, 1, {"resources": [{"resource_type": 4, "resource_name": "1", "configs": [
+            {"name": "sasl.kerberos.min.time.before.relogin", "config_operation": 0, "value": "55000"}]}],
+            "validate_only": False})["responses"][0]
+        assert set_group["error_code"] == 0 and set_broker["error_code"] == 0
+        broker.restart(kill=True)
+        group_entry = _call(broker.bootstrap, 32, 4, {"resources": [{"resource_type": 32, "resource_name": group,
+                                                                     "configuration_keys": ["consumer.heartbeat.interval.ms"]}],
+                                                     "include_synonyms": False})["results"][0]["configs"][0]
+        assert (group_entry["value"], group_entry["config_source"]) == ("2000", 8)
+        broker_entry = _call(broker.bootstrap, 32, 4, {"resources": [{"resource_type": 4, "resource_name": "1",
+                                                                      "configuration_keys": ["sasl.kerberos.min.time.before.relogin"]}],
+                                                      "include_synonyms": False})["results"][0]["configs"][0]
+        assert (broker_entry["value"], broker_entry["config_source"]) == ("55000", 2)
+    finally:
+        broker.stop()
+
+
+JAVA_GROUP_CONFIGS = r'''
+import java.util.*;
+import java.util.concurrent.ExecutionException;
+import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.*;
+
+public class GroupConfigs {
+    static void check(boolean ok, String what) { if (!ok) throw new IllegalStateException("check failed: " + what); }
+
+    public static void main(String[] args) throws Exception {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
+        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "20000");
+        ConfigResource group = new ConfigResource(ConfigResource.Type.GROUP, args[1]);
+        ConfigResource cluster = new ConfigResource(ConfigResource.Type.BROKER, "");
+        try (Admin admin = Admin.create(p)) {
+            Config described = admin.describeConfigs(List.of(group)).all().get().get(group);
+            check("6000".equals(described.get("consumer.session.timeout.ms").value()), "the broker's session timeout");
+            try {
+                admin.incrementalAlterConfigs(Map.of(group, List.of(new AlterConfigOp(
+                    new ConfigEntry("consumer.session.timeout.ms", "100"), AlterConfigOp.OpType.SET)))).all().get();
+                check(false, "a session timeout below the minimum was accepted");
+            } catch (ExecutionException e) {
+                check(e.getCause() instanceof InvalidConfigurationException, "InvalidConfigurationException: " + e.getCause());
+            }
+            admin.incrementalAlterConfigs(Map.of(group, List.of(new AlterConfigOp(
+                new ConfigEntry("streams.num.standby.replicas", "1"), AlterConfigOp.OpType.SET)))).all().get();
+            for (int i = 0; ; i++) {
+                ConfigEntry e = admin.describeConfigs(List.of(group)).all().get().get(group).get("streams.num.standby.replicas");
+                if ("1".equals(e.value()) && e.source() == ConfigEntry.ConfigSource.DYNAMIC_GROUP_CONFIG) break;
+                check(i < 100, "the group's value described");
+                Thread.sleep(100);
+            }
+            try {
+                admin.incrementalAlterConfigs(Map.of(cluster, List.of(new AlterConfigOp(
+                    new ConfigEntry("sasl.kerberos.min.time.before.relogin", "30000"), AlterConfigOp.OpType.SET))),
+                    new AlterConfigsOptions().validateOnly(true)).all().get();
+                check(false, "a per-broker config was accepted at the cluster default");
+            } catch (ExecutionException e) {
+                check(e.getCause() instanceof InvalidRequestException, "InvalidRequestException: " + e.getCause());
+            }
+            Config cdefault = admin.describeConfigs(List.of(cluster)).all().get().get(cluster);
+            check("1".equals(cdefault.get("min.insync.replicas").value()), "cluster-level min.insync.replicas");
+        }
+        System.out.println("OK");
+    }
+}
+'''
+
+
+def test_java_admin_group_configs(kafka_broker, tmp_path):
+    """The Java Admin (kafka-clients 4.x): GROUP resources, Kafka's exception for a bound, the
+    cluster default's update mode and min.insync.replicas."""
+    javac, java = require_tool("javac"), require_tool("java")
+    # kafka-clients 4.2 (ConfigResource.Type.GROUP) from the oracle's jars, which make test installs.
+    jars = Path(__file__).resolve().parents[1] / "kafka" / "target" / "libs"
+    if not any(jars.glob("kafka-clients-4.*.jar")):
+        jars = Path(require_java_jars())
+        if not any(jars.glob("kafka-clients-4.*.jar")):
+            pytest.skip("no kafka-clients 4.x jar (python tests/kafka/kafka_runner.py install)")
+    source = tmp_path / "GroupConfigs.java"
+    source.write_text(JAVA_GROUP_CONFIGS)
+    subprocess.run([javac, "-cp", f"{jars}/*", "-d", str(tmp_path), str(source)], check=True, timeout=120)
+    proc = subprocess.run([java, "-cp", f"{tmp_path}:{jars}/*", "GroupConfigs", kafka_broker.bootstrap,
+                           f"java-group-{uuid.uuid4().hex[:8]}"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "OK"
