@@ -99,6 +99,15 @@ class ShareFetchManager:
                 continue
             sp.release_member(member_id)
 
+    def member_left(self, group_id: str, member_id: str) -> None:
+        """The group side removed the member (leave heartbeat, session timeout, fencing).  While its
+        share session is alive the session's end releases the records: a consumer that closes sends
+        its leave heartbeat and its final acknowledgements at once, on two connections, and the
+        acknowledgements must not find the records already released (Kafka 4.2 accepts them; the
+        confluent-kafka suite's close tests check it).  Without a session: released now."""
+        if self.sessions.get(group_id, member_id) is None:
+            self.release_member(group_id, member_id)
+
     def forget_group(self, group_id: str) -> None:
         for key in [k for k in self.partitions if k[0] == group_id]:
             self.partitions.pop(key).close()
