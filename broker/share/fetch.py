@@ -25,6 +25,16 @@ records, an error, or acknowledgements in the request.  An unknown topic id is U
 unknown partition UNKNOWN_TOPIC_OR_PARTITION, per partition.
 
 ShareAcknowledge applies acknowledgements in a session (it never opens one) and closes it at -1.
+
+Releases: closing a session (epoch -1 on either API) or losing its connection releases the member's
+acquired records of the session's partitions; the group side's member leave releases them at once
+only when the member has no live session (``ShareFetchManager.member_left``).
+
+Not done (differences a client could see): no quotas (``ThrottleTimeMs`` 0), ``NodeEndpoints`` and
+``CurrentLeader`` stay at their defaults (one node, always the leader), ``MaxBytes`` is shared evenly
+between the partitions of one request (Kafka's uniform strategy) without Kafka's per-partition
+fetch lock across concurrent requests (the loop serialises them instead), and records of forgotten
+partitions are not released before their session ends or their locks expire.
 """
 
 from __future__ import annotations
