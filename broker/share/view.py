@@ -90,7 +90,7 @@ def on_member_leave(broker, group_id: str, member_id: str) -> None:
     """A member left or was fenced: release every record it holds acquired."""
     m = getattr(broker, "share_fetch", None)
     if m is not None:
-        m.release_member(group_id, member_id)
+        m.member_left(group_id, member_id)
 
 
 def forget_group(broker, group_id: str) -> None:

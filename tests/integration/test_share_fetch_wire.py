@@ -269,3 +269,40 @@ def test_min_bytes_waits_for_enough_records_then_the_deadline_sends_what_there_i
         # Fewer than MinBytes until MaxWaitMs: then the record goes out anyway.
         assert time.monotonic() - t0 >= 0.5
         assert _acquired(r) == [(0, 0, 1)]
+
+
+def test_member_leave_releases_at_once_only_without_a_live_session(kafka):
+    """The group side's leave (view.on_member_leave) releases a member's records unless its share
+    session is alive: then the session's final acknowledgements decide, and its end releases."""
+    import asyncio
+
+    from minikafka.broker.share import view
+
+    topic, group = _names()
+    server = kafka.server
+
+    def leave(member):
+        async def run():
+            view.on_member_leave(server, group, member)
+        asyncio.run_coroutine_threadsafe(run(), kafka._loop).result(10)
+
+    with RawClient(_port(kafka)) as c:
+        tid = _topic(c, topic)
+        _fetch(c, group, "m", 0, tid)
+        _produce(c, topic, b"1", b"2")
+        assert _acquired(_fetch(c, group, "m", 1, None, wait=2000)) == [(0, 1, 1)]
+        leave("m")  # session alive: nothing released yet
+        r = c.request(79, 2, {"group_id": group, "member_id": "m", "share_session_epoch": -1, "is_renew_ack": False,
+                              "topics": [{"topic_id": tid, "partitions": [
+                                  {"partition_index": 0, "acknowledgement_batches": [_ack(0, 0, 1)]}]}]})
+        assert r["responses"][0]["partitions"][0]["error_code"] == 0  # the final acknowledgement counts
+        assert _acquired(_fetch(c, group, "n", 0, tid, wait=2000)) == [(1, 1, 2)]  # the rest was released
+        # A member without a share session is released at once.
+        _produce(c, topic, b"3")
+        assert _acquired(_fetch(c, group, "n", 1, None, wait=2000)) == [(2, 2, 1)]  # n holds 1 (count 2) and 2
+
+        async def drop_session():
+            server.share_fetch.sessions.close(group, "n")
+        asyncio.run_coroutine_threadsafe(drop_session(), kafka._loop).result(10)
+        leave("n")
+        assert _acquired(_fetch(c, group, "o", 0, tid, wait=2000)) == [(1, 1, 3), (2, 2, 2)]
