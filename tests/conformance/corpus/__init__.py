@@ -1,3 +1,3 @@
 """The scenarios, by area; importing this package registers them all (engine.SCENARIOS)."""
 
-from . import core, groups, txn, admin, acls, issue20  # noqa: F401
+from . import core, groups, txn, admin, acls, issue20, suites  # noqa: F401
