@@ -3,9 +3,9 @@
 # Usage: bench/suites/prepare.sh DIR     (needs git, python3, npm, go, a C toolchain)
 # The two suites that hard-code their brokers get a small edit, described here:
 #  - aiokafka: tests/conftest.py gets a block, active when AIOKAFKA_EXTERNAL=host:port is set, that
-#    redefines the fixtures docker (None), kafka_image (the --docker-image value), ssl_folder (None),
-#    kafka_server (KafkaServer(host, port, 1, 1, 1, None)) and acl_manager, kafka_config,
-#    kerberos_utils (None).
+#    redefines the fixtures docker (None), kafka_image (the --docker-image value), ssl_folder
+#    (AIOKAFKA_SSL_FOLDER: ca.crt, client.crt, client.key), kafka_server (KafkaServer(host, port,
+#    AIOKAFKA_EXTERNAL_SSL_PORT, 1, 1, None)) and acl_manager, kafka_config, kerberos_utils (None).
 #  - kafkajs: testHelpers/index.js takes the host from KAFKAJS_HOST and the one broker's ports from
 #    KAFKAJS_PLAINTEXT_PORT, KAFKAJS_SSL_PORT, KAFKAJS_SASL_PORT (plainTextBrokers(), sslBrokers(),
 #    saslBrokers(), the connection options and the admin helper).
@@ -37,11 +37,13 @@ if os.environ.get("AIOKAFKA_EXTERNAL"):  # an external broker instead of a conta
 
     @pytest.fixture(scope="session")
     def ssl_folder():
-        return None
+        folder = os.environ.get("AIOKAFKA_SSL_FOLDER")
+        return pathlib.Path(folder) if folder else None
 
     @pytest.fixture(scope="session")
     def kafka_server(kafka_image):
-        yield KafkaServer(_ext_host, int(_ext_port), 1, 1, 1, None)
+        ssl_port = int(os.environ.get("AIOKAFKA_EXTERNAL_SSL_PORT", "1"))
+        yield KafkaServer(_ext_host, int(_ext_port), ssl_port, 1, 1, None)
 
     @pytest.fixture(scope="class")
     def acl_manager():
