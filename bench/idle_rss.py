@@ -13,6 +13,7 @@ and prints what Python allocated, by file, two seconds after start: where idle m
 
     .venv/bin/python bench/idle_rss.py --runs 5 --baseline-python /tmp/base/.venv/bin/python
     .venv/bin/python bench/idle_rss.py --tracemalloc [--topics 100]
+    .venv/bin/python bench/idle_rss.py --floors --runs 3      # interpreter, ssl, asyncio, uvloop
 """
 
 from __future__ import annotations
@@ -131,6 +132,51 @@ def floor(runs: int) -> None:
           f"RssAnon median {statistics.median(v['RssAnon'] for v in values):5.1f} MB; n={runs}")
 
 
+# The runtimes beneath a broker, and the broker on each (``--floors``): which event loop and
+# whether ``ssl`` is ever imported decide most of the idle size.
+_FLOORS = {
+    "bare interpreter": "",
+    "import ssl": "import ssl",
+    "import asyncio (imports ssl)": "import asyncio",
+    "asyncio + default loop, no ssl": "import sys; sys.modules['ssl'] = None; import asyncio; asyncio.new_event_loop()",
+    "asyncio + uvloop loop": "import asyncio, uvloop; uvloop.new_event_loop()",
+}
+_BROKER_ON = {
+    "broker on uvloop (default)": "",
+    "broker on asyncio's loop": "sys.modules['uvloop'] = None",
+    "broker on asyncio's loop, no ssl": "sys.modules['uvloop'] = None; sys.modules['ssl'] = None",
+}
+
+
+def floors(runs: int) -> None:
+    for name, code in _FLOORS.items():
+        values = []
+        for _ in range(runs):
+            proc = subprocess.Popen([sys.executable, "-c", code + "\nprint('minikafka ready on x:0', flush=True)"
+                                     "\nimport time; time.sleep(60)"], stdout=subprocess.PIPE, env=_env())
+            proc.stdout.readline()
+            time.sleep(0.5)
+            values.append(_status(proc.pid))
+            proc.kill()
+            proc.wait()
+        print(f"{name:40s} VmRSS median {statistics.median(v['VmRSS'] for v in values):5.1f} MB; "
+              f"RssAnon median {statistics.median(v['RssAnon'] for v in values):5.1f} MB; n={runs}")
+    for name, pre in _BROKER_ON.items():
+        values = []
+        for _ in range(runs):
+            with tempfile.TemporaryDirectory(prefix="minikafka-rss-") as data:
+                code = (f"import sys, runpy\n{pre}\nsys.argv = {_serve_argv('minikafka', data)[3:]!r}\n"
+                        "sys.argv.insert(0, 'minikafka')\nrunpy.run_module('minikafka', run_name='__main__')")
+                broker = Serve([sys.executable, "-c", code], str(ROOT))
+                try:
+                    time.sleep(2.0)
+                    values.append(_status(broker.proc.pid))
+                finally:
+                    broker.stop()
+        print(f"{name:40s} VmRSS median {statistics.median(v['VmRSS'] for v in values):5.1f} MB; "
+              f"RssAnon median {statistics.median(v['RssAnon'] for v in values):5.1f} MB; n={runs}")
+
+
 def measure(runs: int, baseline_python: str | None) -> None:
     trees = {"this tree": (sys.executable, str(ROOT))}
     if baseline_python:
@@ -207,8 +253,12 @@ def main() -> None:
     parser.add_argument("--baseline-python", help="another checkout's venv python, started from that checkout")
     parser.add_argument("--tracemalloc", action="store_true", help="where this tree's idle memory goes")
     parser.add_argument("--topics", type=int, default=0, help="with --tracemalloc: topics in the data dir")
+    parser.add_argument("--floors", action="store_true",
+                        help="the runtimes beneath a broker, and this tree's broker on each event loop")
     args = parser.parse_args()
-    if args.tracemalloc:
+    if args.floors:
+        floors(args.runs)
+    elif args.tracemalloc:
         trace(args.topics)
     else:
         floor(args.runs)

@@ -9,6 +9,7 @@ the time from ``produce()`` to the consumer's ``poll()`` returning the record.  
 started from its own checkout.
 
     .venv/bin/python bench/latency.py --rounds 3 --baseline-python /tmp/base/.venv/bin/python
+    .venv/bin/python bench/latency.py --rounds 5 --seconds 4 --pin --baseline-python /tmp/perf-base/.venv/bin/python
 """
 
 from __future__ import annotations
@@ -32,10 +33,12 @@ ROOT = Path(__file__).resolve().parents[1]
 READY = re.compile(r"minikafka ready on (\S+):(\d+)")
 
 
-def start(python: str, cwd: str, data: str):
+def start(python: str, cwd: str, data: str, pin: bool = False):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE" and not k.startswith("MINIKAFKA_")}
-    proc = subprocess.Popen([python, "-m", "minikafka", "serve", "--port", "0", "--data-dir", data,
-                             "--log-level", "WARNING"], cwd=cwd, env=env, stdout=subprocess.PIPE,
+    cmd = [python, "-m", "minikafka", "serve", "--port", "0", "--data-dir", data, "--log-level", "WARNING"]
+    if pin:
+        cmd = ["taskset", "-c", "1"] + cmd
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -94,7 +97,10 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=2000)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--baseline-python")
+    parser.add_argument("--pin", action="store_true", help="broker on CPU 1, the clients on CPU 0 (taskset)")
     args = parser.parse_args()
+    if args.pin:
+        os.sched_setaffinity(0, {0})
     trees = {"this tree": (sys.executable, str(ROOT))}
     if args.baseline_python:
         trees["baseline"] = (args.baseline_python, str(Path(args.baseline_python).absolute().parents[2]))
@@ -102,7 +108,7 @@ def main() -> None:
     for _ in range(args.rounds):
         for tree, (python, cwd) in trees.items():
             with tempfile.TemporaryDirectory(prefix="minikafka-latency-") as data:
-                proc, bootstrap = start(python, cwd, data)
+                proc, bootstrap = start(python, cwd, data, args.pin)
                 try:
                     samples = sorted(one_round(bootstrap, args.rate, args.seconds))
                 finally:
