@@ -563,7 +563,7 @@ def _group_epoch(broker, group_id: str) -> int:
 
 
 def _other_group_type(broker, group_id: str) -> bool:
-    """A classic or consumer group of that id exists (Kafka: "Group x is not a share group.")."""
+    """A group of another type (classic, consumer, streams) holds that id (Kafka: "Group x is not a share group.")."""
     coordinator = getattr(broker, "group_coordinator", None)
     if coordinator is None or not coordinator.active:
         return False
@@ -571,9 +571,7 @@ def _other_group_type(broker, group_id: str) -> bool:
         shard = coordinator.shard_for(group_id)
     except Exception:
         return False
-    groups = getattr(shard, "groups", {}) or {}
-    consumer_groups = getattr(shard, "consumer_groups", {}) or {}
-    return group_id in groups or group_id in consumer_groups
+    return shard.group_type(group_id) not in (None, "share")
 
 
 def _delete_error(code: ErrorCode, message=None) -> dict:
