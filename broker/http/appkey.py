@@ -9,3 +9,4 @@ from aiohttp import web
 
 BROKER_KEY = web.AppKey("broker", object)
 CONSOLE_KEY = web.AppKey("console", object)  # the console's state (broker/http/console.py)
+SHARE_GROUPS_KEY = web.AppKey("share_groups_env", object)  # the share-group pages' templates (share_groups.py)

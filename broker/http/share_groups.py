@@ -43,7 +43,9 @@ def _env():
 def _render(request, name: str, status: int = 200, **context):
     from aiohttp import web
 
-    html = request.app[_ENV_KEY].get_template(name).render(**context)
+    from .appkey import SHARE_GROUPS_KEY
+
+    html = request.app[SHARE_GROUPS_KEY].get_template(name).render(**context)
     return web.Response(text=html, content_type="text/html", status=status,
                         headers={"Content-Security-Policy": "default-src 'self'; style-src 'unsafe-inline'"})
 
@@ -74,16 +76,10 @@ async def group_api(request):
     return web.json_response(desc)
 
 
-_ENV_KEY = None
-
-
 def setup(app, broker) -> None:
-    global _ENV_KEY
-    from aiohttp import web
+    from .appkey import SHARE_GROUPS_KEY
 
-    if _ENV_KEY is None:
-        _ENV_KEY = web.AppKey("share_groups_env", object)
-    app[_ENV_KEY] = _env()
+    app[SHARE_GROUPS_KEY] = _env()
     app.router.add_get("/share-groups", list_page)
     app.router.add_get("/share-groups/{group}", group_page)
     app.router.add_get("/api/share-groups/{group}", group_api)
