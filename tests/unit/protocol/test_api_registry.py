@@ -28,6 +28,8 @@ def test_serve_column():
     # (76/77 ShareGroupHeartbeat/Describe come from the share-group branch, merged here)
     expected.update({76: (1, 1), 77: (1, 1), 83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1), 90: (0, 1), 91: (0, 0),
                      92: (0, 0)})
+    # issue 21, the share partitions: ShareFetch and ShareAcknowledge (v0 was Kafka 4.0's early access)
+    expected.update({78: (1, 2), 79: (1, 2)})
     assert SERVE == expected
 
 

@@ -122,8 +122,9 @@ def _quirk(api_key: int, body: dict) -> dict:
 # (protocol/schemas/, checked byte by byte in test_consumer_group_specs.py) and the KIP-714 pair
 # (protocol.specs_kafka4, golden bytes in test_specs_kafka4.py); issue 20's delegation-token,
 # UnregisterBroker and Raft-voter APIs (golden bytes in test_issue20_specs.py); issue 21's share
-# coordinator APIs 83-87 and 90-92 (exchanged with Kafka 4.2 in tests/conformance/corpus/share_state.py).
-OURS = {68, 69, 38, 39, 40, 41, 64, 80, 81, 76, 77, 83, 84, 85, 86, 87, 90, 91, 92}
+# coordinator APIs 83-87 and 90-92 (exchanged with Kafka 4.2 in tests/conformance/corpus/share_state.py),
+# and ShareFetch/ShareAcknowledge 78/79 (exchanged with Kafka 4.2 in tests/conformance/corpus/share_fetch.py).
+OURS = {68, 69, 38, 39, 40, 41, 64, 80, 81, 76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92}
 KAFKA4 = {key for key, _ in specs_kafka4.SPEC_BY_KEY}
 
 
