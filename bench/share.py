@@ -13,8 +13,8 @@ For each broker (started afresh, one after the other, same settings where both h
 * time from acquisition-lock expiry to redelivery: consumer A takes a record and keeps it, consumer B
   polls; the lock (``group.share.record.lock.duration.ms``, 1 s on both brokers: Kafka's minimum is
   lowered with ``group.share.min.record.lock.duration.ms``) expires and B receives the record.  The
-  time reported is B's receipt minus (the start of A's poll + the lock duration): an upper bound of
-  expiry-to-redelivery, since the broker acquired the record after A's poll started;
+  time reported is B's receipt minus (the moment the record was produced + the lock duration): an
+  upper bound of expiry-to-redelivery, since the broker acquired the record after it was produced;
 * broker RSS with 100,000 records in flight: 50 partitions of 2,000 records each
   (``group.share.partition.max.record.locks``' default), acquired by raw ShareFetch requests of one
   member and never acknowledged; RSS of the broker process before and after (``/proc/PID/status``).
@@ -231,11 +231,10 @@ def redelivery_ms(bootstrap: str, samples: int = 3) -> list[float]:
                 c.commit_sync()
         for i in range(samples):
             value = b"held-%d" % i
+            holder, other = a, b
+            started = time.monotonic()  # the broker acquires the record after this: it is not produced yet
             producer.produce(topic, value)
             producer.flush(10)
-            time.sleep(0.2)
-            holder, other = a, b
-            started = time.monotonic()  # the broker acquires the record after this
             held = []
             deadline = started + 10
             while not held and time.monotonic() < deadline:
