@@ -118,6 +118,12 @@ class ShareFetchManager:
         if self.sessions.get(group_id, member_id) is None:
             self.release_member(group_id, member_id)
 
+    def expire_member(self, group_id: str, member_id: str) -> None:
+        """The member is gone for good (its session timed out on request of the control API): its share
+        session ends and every record it holds acquired is available again."""
+        self.sessions.close(group_id, member_id)
+        self.release_member(group_id, member_id)
+
     def forget_group(self, group_id: str) -> None:
         for key in [k for k in self.partitions if k[0] == group_id]:
             self.partitions.pop(key).close()

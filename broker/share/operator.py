@@ -6,7 +6,7 @@ API show of them, read from the group coordinator's shards and the share partiti
   archived and the lag, as ``view.partition_summaries`` reports them;
 * ``CONTROL_OPERATIONS``: ``share.groups.list``, ``share.groups.describe`` [group] and
   ``share.groups.expire`` [group, member_id] (removes the member now, as its session timeout would;
-  its acquired records are released through ``view.on_member_leave``);
+  its share session ends and its acquired records are released, ``view.end_member``);
 * ``metric_families(broker)``: Prometheus gauges per share group (members, state, epochs) and per
   share partition (lag, in-flight, archived records, start offset).
 """
@@ -106,6 +106,9 @@ async def _expire(broker, params: dict) -> dict:
         raise NotFound(f"no share group {group!r}")
     if not manager.expire_member(group, member_id):
         raise NotFound(f"share group {group!r} has no member {member_id!r}")
+    # An expired member is gone: unlike a leave heartbeat racing its own last acknowledgements
+    # (ShareFetchManager.member_left), nothing more comes from its share session.
+    view.end_member(broker, group, member_id)
     log.warning("control: expired member %s of share group %s", member_id, group)
     return {"group": group, "expired": [member_id]}
 

@@ -93,6 +93,14 @@ def on_member_leave(broker, group_id: str, member_id: str) -> None:
         m.member_left(group_id, member_id)
 
 
+def end_member(broker, group_id: str, member_id: str) -> None:
+    """The member is gone for good (expired through the control API): its share session ends and every
+    record it holds acquired is released, whether or not the session was still alive."""
+    m = getattr(broker, "share_fetch", None)
+    if m is not None:
+        m.expire_member(group_id, member_id)
+
+
 def forget_group(broker, group_id: str) -> None:
     """The group was deleted: drop its cached share partitions."""
     m = getattr(broker, "share_fetch", None)
