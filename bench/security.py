@@ -152,10 +152,11 @@ def main() -> None:
             from kafka.admin._users import ScramMechanism, UserScramCredentialUpsertion
 
             kadmin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{ports['PLAINTEXT']}")
-            kadmin.alter_user_scram_credentials([
-                UserScramCredentialUpsertion("s4096", ScramMechanism.SCRAM_SHA_512, "pw", iterations=4096),
-                UserScramCredentialUpsertion("s16384", ScramMechanism.SCRAM_SHA_512, "pw", iterations=16384),
-                UserScramCredentialUpsertion("s4096", ScramMechanism.SCRAM_SHA_256, "pw", iterations=4096)])
+            for upsertion in (  # one request each: a user named twice in one request is refused
+                    UserScramCredentialUpsertion("s4096", ScramMechanism.SCRAM_SHA_512, "pw", iterations=4096),
+                    UserScramCredentialUpsertion("s16384", ScramMechanism.SCRAM_SHA_512, "pw", iterations=16384),
+                    UserScramCredentialUpsertion("s4096", ScramMechanism.SCRAM_SHA_256, "pw", iterations=4096)):
+                kadmin.alter_user_scram_credentials([upsertion])
             kadmin.close()
             listeners = [("PLAINTEXT", "PLAIN"), ("SSL", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-512")]
             results = {name: {"produce": [], "consume": [], "produce_cpu": [], "consume_cpu": [],

@@ -103,11 +103,13 @@ def _online(args, mechanisms) -> int:
                                                                 iterations=args.iterations))
             else:
                 alterations.append(UserScramCredentialDeletion(args.name, mechanism))
-        errors = admin.alter_user_scram_credentials(alterations)
-        error = errors.get(args.name)
-        if error:
-            print(f"{args.name}: {error}", file=sys.stderr)
-            return 1
+        # One request per credential: Kafka (and this broker) refuse a user named twice in one
+        # AlterUserScramCredentials request (DUPLICATE_RESOURCE).
+        for alteration in alterations:
+            error = admin.alter_user_scram_credentials([alteration]).get(args.name)
+            if error:
+                print(f"{args.name}: {error}", file=sys.stderr)
+                return 1
         verb = "added" if args.action == "add" else "deleted"
         for mech in mechanisms:
             print(f"{verb} {mech} credential for {args.name}")
