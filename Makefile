@@ -56,8 +56,11 @@ kafka-oracle: system-deps $(KAFKA_STAMP)
 test-deps: $(TEST_STAMP) system-deps kafka-oracle
 
 # MINIKAFKA_KAFKA_ORACLE=required: a test that needs Apache Kafka fails (not skips) without it.
+# Unit tests on both cores (pytest-xdist; they share nothing), then everything that starts brokers,
+# which shares one Apache Kafka and runs serially.
 test: test-deps
-	MINIKAFKA_KAFKA_ORACLE=required $(PY) -m pytest
+	$(PY) -m pytest tests/unit -n 2
+	MINIKAFKA_KAFKA_ORACLE=required $(PY) -m pytest --ignore=tests/unit
 
 # Differential conformance against Apache Kafka; the last line is the summary.
 conformance: test-deps
