@@ -45,7 +45,7 @@ from collections import deque
 from collections.abc import Coroutine
 from typing import Callable
 
-from minikafka.protocol.errors import CloseConnection, ProtocolError, UnsupportedVersionError
+from minikafka.protocol.errors import CloseConnection, ErrorCode, ProtocolError, UnsupportedVersionError
 from minikafka.protocol.framing import FrameDecoder
 
 from .context import RequestContext
@@ -53,7 +53,6 @@ from .context import RequestContext
 log = logging.getLogger("minikafka.connection")
 
 API_VERSIONS = 18
-UNSUPPORTED_VERSION = 35
 # uvloop's own read size (and its SSL protocol's largest decrypted read).
 READ_BUFFER_BYTES = 256 * 1024
 
@@ -481,7 +480,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _answer_api_versions_fallback(self, correlation_id: int, version: int) -> None:
         lo, hi = self.broker.registry_range(API_VERSIONS)
-        body = {"error_code": UNSUPPORTED_VERSION,
+        body = {"error_code": ErrorCode.UNSUPPORTED_VERSION,
                 "api_keys": [{"api_key": API_VERSIONS, "min_version": lo, "max_version": hi}]}
         log.info("ApiVersions v%d from %s client_id=%s: answering UNSUPPORTED_VERSION with v0",
                  version, self.peer, self.client_id)

@@ -19,6 +19,8 @@ survive restarts; a feature never changed runs at its default level.
 
 from __future__ import annotations
 
+from minikafka.protocol.errors import ErrorCode
+
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
 GROUP_VERSION = "group.version"
@@ -28,8 +30,8 @@ STREAMS_VERSION = "streams.version"
 ELR_VERSION = "eligible.leader.replicas.version"
 
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
-INVALID_UPDATE_VERSION = 95
-INVALID_REQUEST = 42
+INVALID_UPDATE_VERSION = ErrorCode.INVALID_UPDATE_VERSION
+INVALID_REQUEST = ErrorCode.INVALID_REQUEST
 
 # feature -> (min supported, max supported, default finalized level)
 _FEATURES = {

@@ -206,7 +206,7 @@ async def describe_configs(ctx, body: dict) -> dict:
     results = []
     for resource in body.get("resources") or ():
         # Kafka answers "" (not null) where a result has no message, errors included.
-        result = {"error_code": 0, "error_message": "", "resource_type": resource["resource_type"],
+        result = {"error_code": ErrorCode.NONE, "error_message": "", "resource_type": resource["resource_type"],
                   "resource_name": resource["resource_name"], "configs": []}
         try:
             _authorize_resource(ctx, resource, az.DESCRIBE_CONFIGS)
@@ -369,7 +369,7 @@ async def _alter(ctx, body: dict, incremental: bool) -> dict:
     responses = []
     for resource in resources:
         rtype, name = resource["resource_type"], resource["resource_name"]
-        response = {"error_code": 0, "error_message": None, "resource_type": rtype, "resource_name": name}
+        response = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": rtype, "resource_name": name}
         responses.append(response)
         try:
             if counts[(rtype, name)] > 1:

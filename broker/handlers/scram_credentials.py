@@ -14,17 +14,19 @@ CLUSTER_AUTHORIZATION_FAILED.
 from __future__ import annotations
 
 from minikafka.broker.security import authorizer as az
+from minikafka.protocol.errors import ErrorCode
 
 DESCRIBE, ALTER = 50, 51
-RESOURCE_NOT_FOUND, DUPLICATE_RESOURCE, UNACCEPTABLE_CREDENTIAL = 91, 92, 93
-UNSUPPORTED_SASL_MECHANISM = 33
+RESOURCE_NOT_FOUND, DUPLICATE_RESOURCE = ErrorCode.RESOURCE_NOT_FOUND, ErrorCode.DUPLICATE_RESOURCE
+UNACCEPTABLE_CREDENTIAL = ErrorCode.UNACCEPTABLE_CREDENTIAL
+UNSUPPORTED_SASL_MECHANISM = ErrorCode.UNSUPPORTED_SASL_MECHANISM
 
 
 async def describe(ctx, body: dict) -> dict:
     from minikafka.broker.security.scram import BY_TYPE  # hashlib/hmac: loaded on first use
 
     if not az.authorize(ctx, az.DESCRIBE, az.CLUSTER):
-        return {"throttle_time_ms": 0, "error_code": 31, "error_message": "Cluster authorization failed.",
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": "Cluster authorization failed.",
                 "results": []}
     store = ctx.broker.controller.security
     by_user: dict[str, list] = {}
@@ -48,9 +50,9 @@ async def describe(ctx, body: dict) -> dict:
                             "error_message": f"Attempt to describe a user credential that does not exist: {name}",
                             "credential_infos": []})
         else:
-            results.append({"user": name, "error_code": 0, "error_message": "",  # "" as Kafka 4.2
+            results.append({"user": name, "error_code": ErrorCode.NONE, "error_message": "",  # "" as Kafka 4.2
                             "credential_infos": by_user[name]})
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": "", "results": results}  # "" as Kafka 4.2
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": "", "results": results}  # "" as Kafka 4.2
 
 
 async def alter(ctx, body: dict) -> dict:
@@ -62,7 +64,7 @@ async def alter(ctx, body: dict) -> dict:
     names = [d.get("name") for d in deletions] + [u.get("name") for u in upsertions]
     if not az.authorize(ctx, az.ALTER, az.CLUSTER):
         return {"throttle_time_ms": 0, "results": [
-            {"user": n, "error_code": 31, "error_message": "Cluster authorization failed."}
+            {"user": n, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": "Cluster authorization failed."}
             for n in dict.fromkeys(names)]}
     # Kafka 4.2's ScramControlManager, checked against its answers: the entries are taken in order,
     # deletions first.  An entry of a user whose earlier entry failed is skipped (the first error

@@ -237,7 +237,7 @@ class BrokerMetrics:
 
     def _produced(self, sizes: list, body: dict) -> None:
         ok = {(t["topic_id"] if "topic_id" in t else t["name"], p["index"])
-              for t in body.get("responses") or () for p in t["partition_responses"] if p["error_code"] == 0}
+              for t in body.get("responses") or () for p in t["partition_responses"] if not p["error_code"]}  # NONE
         for topic, index, nbytes, nrecords in sizes:
             if (topic, index) in ok:
                 topic = self._topic_name(topic)

@@ -55,7 +55,7 @@ log = logging.getLogger("minikafka.share.fetch")
 
 SHARE_FETCH = 78
 SHARE_ACKNOWLEDGE = 79
-NONE = 0
+NONE = ErrorCode.NONE
 ZERO_UUID = uuid.UUID(int=0)
 SETTINGS_TTL_S = 1.0
 

@@ -366,7 +366,7 @@ async def describe_share_group_offsets(ctx, body: dict) -> dict:
             groups.append(_describe_group_error(group_id, error, MSG.get(error)))
             continue
         if topics is not None and not topics:
-            groups.append({"group_id": group_id, "topics": [], "error_code": 0, "error_message": None})
+            groups.append({"group_id": group_id, "topics": [], "error_code": ErrorCode.NONE, "error_message": None})
             continue
         groups.append(_describe_group(ctx, group_id, topics))
     return {"throttle_time_ms": 0, "groups": groups}
@@ -450,24 +450,24 @@ def _describe_group(ctx, group_id: str, topics) -> dict:
                 if r.error is ErrorCode.NONE and s.start_offset != -1 and s.delivery_complete_count != -1:
                     lag = _latest_offset(ctx, name, p) - s.start_offset - s.delivery_complete_count
                     results.append({"partition_index": p, "start_offset": s.start_offset,
-                                    "leader_epoch": s.leader_epoch, "lag": lag, "error_code": 0,
+                                    "leader_epoch": s.leader_epoch, "lag": lag, "error_code": ErrorCode.NONE,
                                     "error_message": None})
                 else:
                     ok = r.error is ErrorCode.NONE
                     results.append({"partition_index": p, "start_offset": s.start_offset if ok else -1,
                                     "leader_epoch": s.leader_epoch if ok else 0, "lag": -1,
-                                    "error_code": 0, "error_message": None})
+                                    "error_code": ErrorCode.NONE, "error_message": None})
             out_topics.append({"topic_name": name, "topic_id": topic_id, "partitions": results})
     for t in missing:
         out_topics.append({"topic_name": t["topic_name"], "topic_id": uuid.UUID(int=0), "partitions": [
-            {"partition_index": p, "start_offset": -1, "leader_epoch": 0, "lag": -1, "error_code": 0,
+            {"partition_index": p, "start_offset": -1, "leader_epoch": 0, "lag": -1, "error_code": ErrorCode.NONE,
              "error_message": None} for p in t["partitions"] or []]})
     for t in unauthorized:
         out_topics.append({"topic_name": t["topic_name"], "topic_id": uuid.UUID(int=0), "partitions": [
             {"partition_index": p, "start_offset": -1, "leader_epoch": 0, "lag": -1,
              "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
              "error_message": MSG[ErrorCode.TOPIC_AUTHORIZATION_FAILED]} for p in t["partitions"] or []]})
-    return {"group_id": group_id, "topics": out_topics, "error_code": 0, "error_message": None}
+    return {"group_id": group_id, "topics": out_topics, "error_code": ErrorCode.NONE, "error_message": None}
 
 
 def _alter_error(code: ErrorCode, message=None) -> dict:
@@ -509,7 +509,7 @@ async def alter_share_group_offsets(ctx, body: dict) -> dict:
         for p in t["partitions"] or []:
             if 0 <= p["partition_index"] < info.num_partitions:
                 to_init.setdefault(info.topic_id, {})[p["partition_index"]] = p["start_offset"]
-                parts.append({"partition_index": p["partition_index"], "error_code": 0, "error_message": None})
+                parts.append({"partition_index": p["partition_index"], "error_code": ErrorCode.NONE, "error_message": None})
             else:
                 parts.append({"partition_index": p["partition_index"],
                               "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -542,9 +542,9 @@ async def alter_share_group_offsets(ctx, body: dict) -> dict:
         for t in responses:
             for p in t["partitions"]:
                 err = failed.get((t["topic_id"], p["partition_index"]))
-                if err is not None and p["error_code"] == 0:
+                if err is not None and p["error_code"] == ErrorCode.NONE:
                     p["error_code"], p["error_message"] = err
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": responses}
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
 
 
 def _group_epoch(broker, group_id: str) -> int:
@@ -638,11 +638,11 @@ async def delete_share_group_offsets(ctx, body: dict) -> dict:
                 forget = getattr(view, "forget_initialized", None)
                 if forget is not None:
                     forget(ctx.broker, group_id, topic_id)
-                responses.append({"topic_name": name, "topic_id": topic_id, "error_code": 0, "error_message": None})
+                responses.append({"topic_name": name, "topic_id": topic_id, "error_code": ErrorCode.NONE, "error_message": None})
             else:
                 responses.append({"topic_name": name, "topic_id": topic_id, "error_code": error,
                                   "error_message": MSG.get(error)})
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": responses}
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
 
 
 # == registration =================================================================================
