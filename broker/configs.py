@@ -37,6 +37,7 @@ import json
 import logging
 import os
 import re
+from decimal import Decimal
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Callable, Iterable, Mapping
@@ -124,21 +125,13 @@ def _double_str(value: float) -> str:
         if "e" in text:  # Python writes 1e-03 style for some of these
             text = f"{value:.17f}".rstrip("0")
         return text if "." in text else text + ".0"
-    mantissa, exponent = f"{value:.16e}".split("e")
-    digits = repr(value)  # shortest round-trip digits
-    if "e" in digits:
-        mantissa = digits.split("e")[0]
-    else:
-        mantissa = repr(float(mantissa))
-        # the shortest mantissa that still round-trips
-        for places in range(1, 17):
-            candidate = f"{value:.{places}e}".split("e")[0]
-            if float(f"{candidate}e{exponent}") == value:
-                mantissa = candidate
-                break
-    if "." not in mantissa:
-        mantissa += ".0"
-    return f"{mantissa}E{int(exponent)}"
+    # The shortest digits that round-trip (repr), placed as d.ddd x 10^e: mantissa and exponent both
+    # from those digits (a 17-digit rendering can fall into the decade below: 1e-06 as 9.99...e-07).
+    _, digits, exponent = Decimal(repr(value)).as_tuple()
+    text = "".join(map(str, digits)).rstrip("0") or "0"
+    exponent += len(digits) - 1
+    mantissa = text[0] + "." + (text[1:] or "0")
+    return f"{'-' if value < 0 else ''}{mantissa}E{exponent}"
 
 
 # -- parsing (ConfigDef.parseType) ---------------------------------------------------------

@@ -22,6 +22,11 @@ from .faults import FaultEngine
 log = logging.getLogger("minikafka.broker")
 
 
+def _resolve(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
 class AppendWaiters:
     """Futures waiting for an append to any of a set of (topic, partition) keys."""
 
@@ -44,6 +49,17 @@ class AppendWaiters:
                 waiting.discard(fut)
                 if not waiting:
                     del self._by_key[key]
+
+    async def until(self, keys: Iterable[tuple[str, int]], loop: asyncio.AbstractEventLoop, timeout: float) -> None:
+        """Wait until an append to one of ``keys`` (or a ``notify`` of one) or ``timeout`` seconds pass:
+        the long poll of Fetch and ShareFetch."""
+        fut = self.wait(keys, loop)
+        timer = loop.call_later(timeout, _resolve, fut)
+        try:
+            await fut
+        finally:
+            timer.cancel()
+            self.discard(keys, fut)
 
     def notify(self, key: tuple[str, int]) -> None:
         waiting = self._by_key.pop(key, None)

@@ -145,13 +145,7 @@ async def handle_fetch(ctx, body: dict) -> dict:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     break
-                fut = waiters.wait(keys, loop)
-                timer = loop.call_later(remaining, _wake, fut)
-                try:
-                    await fut
-                finally:
-                    timer.cancel()
-                    waiters.discard(keys, fut)
+                await waiters.until(keys, loop, remaining)
                 responses, total, any_error = read_partitions(broker, body)
                 responses.extend(denied)
                 if total >= min_bytes or any_error:
@@ -171,11 +165,6 @@ def _authorize_fetch(ctx, body: dict) -> list:
                                                  for p in t.get("partitions") or ()]} for t in denied]
 
 
-
-
-def _wake(fut: asyncio.Future) -> None:
-    if not fut.done():
-        fut.set_result(None)
 
 
 def register(registry, broker) -> None:

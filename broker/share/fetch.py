@@ -385,13 +385,7 @@ async def handle_share_fetch(ctx, body: dict) -> dict:
                     acquired = _acquire_all(mgr, member_id, targets, entry, max_records, batch_size, mode,
                                             budget, settings)
                 break
-            fut = waiters.wait(keys, loop)
-            timer = loop.call_later(remaining, _wake, fut)
-            try:
-                await fut
-            finally:
-                timer.cancel()
-                waiters.discard(keys, fut)
+            await waiters.until(keys, loop, remaining)
             if sessions.get(group_id, member_id) is not session:
                 break  # the session was closed or replaced meanwhile
             acquired = attempt()
@@ -486,11 +480,6 @@ def _response(results: dict, lock_ms: int, *, full: bool, wanted, acked=()) -> d
             "acquisition_lock_timeout_ms": lock_ms,
             "responses": [{"topic_id": tid, "partitions": parts} for tid, parts in by_topic.items()],
             "node_endpoints": []}
-
-
-def _wake(fut: asyncio.Future) -> None:
-    if not fut.done():
-        fut.set_result(None)
 
 
 def _watch_connection(connection, mgr: ShareFetchManager) -> None:
