@@ -124,6 +124,9 @@ class Broker:
         self.quotas = None  # broker.quotas.ClientQuotas, once the controller is open
         self.telemetry = None  # handlers.client_telemetry.ClientTelemetry when client.telemetry.enable
         self.append_waiters = AppendWaiters()
+        # Set by UnregisterBroker of this node: fenced until restart (Metadata lists no broker and no
+        # leader, FindCoordinator and Produce refuse), as a one-node Kafka 4.2 answers.
+        self.unregistered = False
         # Per topic: the Produce validation rules and what they were built from
         # (handlers/produce.py, validation_rules).
         self._validation_rules: dict = {}

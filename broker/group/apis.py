@@ -108,6 +108,11 @@ async def find_coordinator(ctx, body: dict) -> dict:
     node_id = ctx.broker.config.node_id
     results = []
     for key in keys:
+        if getattr(ctx.broker, "unregistered", False) and key_type in (0, 1):
+            # After UnregisterBroker this node coordinates nothing until it restarts (Kafka 4.2).
+            results.append({"key": key, "node_id": -1, "host": "", "port": -1,
+                            "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "error_message": ""})
+            continue
         if key_type == 0 and not az.authorize(ctx, az.DESCRIBE, az.GROUP, key):
             error = ErrorCode.GROUP_AUTHORIZATION_FAILED
             message = "Group authorization failed."

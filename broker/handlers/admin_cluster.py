@@ -57,9 +57,10 @@ async def describe_cluster(ctx, body: dict) -> dict:
         return response
     host, port = endpoint_for(ctx) if getattr(ctx, "connection", None) is not None else advertised_endpoint(broker)
     node_id = controller.node_id
-    response.update(controller_id=node_id,
-                    brokers=[{"broker_id": node_id, "host": host, "port": port, "rack": None,
-                              "is_fenced": False}])
+    if not getattr(broker, "unregistered", False):  # after UnregisterBroker: no broker, no controller (Kafka 4.2)
+        response.update(controller_id=node_id,
+                        brokers=[{"broker_id": node_id, "host": host, "port": port, "rack": None,
+                                  "is_fenced": False}])
     if body.get("include_cluster_authorized_operations"):
         # As Kafka: anyone may DescribeCluster; the operations need DESCRIBE on the cluster (else 0).
         if not az.enabled(broker):

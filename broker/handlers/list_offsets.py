@@ -97,6 +97,11 @@ async def handle_list_offsets(ctx, body: dict) -> dict:
                 _entry(p["partition_index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1)
                 for p in topic.get("partitions") or ()]})
             continue
+        if getattr(ctx.broker, "unregistered", False):  # after UnregisterBroker: no leader here until restart (Kafka 4.2)
+            topics.append({"name": name, "partitions": [
+                _entry(p["partition_index"], ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1, -1)
+                for p in topic.get("partitions") or ()]})
+            continue
         topics.append({"name": name, "partitions": [
             list_partition(ctx.broker, name, p, read_committed, ctx.api_version) for p in topic.get("partitions") or ()]})
     return {"throttle_time_ms": 0, "topics": topics}

@@ -54,11 +54,20 @@ def topic_entry(broker, info, include_ops: bool, ctx=None) -> dict:
     node = broker.config.node_id
     replicas = [node]
     none = ErrorCode.NONE  # bound once: an enum attribute costs ~60 ns per lookup, here per partition
-    partitions = [
-        {"error_code": none, "partition_index": p, "leader_id": node, "leader_epoch": 0,
-         "replica_nodes": replicas, "isr_nodes": replicas, "offline_replicas": []}
-        for p in range(info.num_partitions)
-    ]
+    if getattr(broker, "unregistered", False):
+        # After UnregisterBroker this node is fenced until it restarts, as Kafka 4.2 answers: no
+        # leader (the leader epoch moves on), an empty ISR, the replica offline.
+        partitions = [
+            {"error_code": ErrorCode.LEADER_NOT_AVAILABLE, "partition_index": p, "leader_id": -1, "leader_epoch": 1,
+             "replica_nodes": replicas, "isr_nodes": [], "offline_replicas": replicas}
+            for p in range(info.num_partitions)
+        ]
+    else:
+        partitions = [
+            {"error_code": none, "partition_index": p, "leader_id": node, "leader_epoch": 0,
+             "replica_nodes": replicas, "isr_nodes": replicas, "offline_replicas": []}
+            for p in range(info.num_partitions)
+        ]
     return {"error_code": ErrorCode.NONE, "name": info.name, "topic_id": info.topic_id,
             "is_internal": info.internal, "partitions": partitions,
             "topic_authorized_operations": (az.authorized_operations(ctx, az.TOPIC, info.name) if ctx is not None and az.enabled(broker)
@@ -135,9 +144,10 @@ def build_metadata(broker, version: int, body: dict, client_id=None, ctx=None) -
                 topics.append(topic_entry(broker, info, include_ops, ctx))
     return {
         "throttle_time_ms": 0,
-        "brokers": [broker_entry(broker, ctx)],
+        # An unregistered node (UnregisterBroker) lists no live broker and no controller, as Kafka.
+        "brokers": [] if getattr(broker, "unregistered", False) else [broker_entry(broker, ctx)],
         "cluster_id": controller.cluster_id,
-        "controller_id": broker.config.node_id,
+        "controller_id": -1 if getattr(broker, "unregistered", False) else broker.config.node_id,
         "topics": topics,
         "cluster_authorized_operations": _cluster_operations(broker, ctx)
         if body.get("include_cluster_authorized_operations") else AUTHORIZED_OPERATIONS_NOT_REQUESTED,

@@ -321,7 +321,14 @@ def register(registry, broker) -> None:
                 return refused
             body, unknown_ids = _names_from_ids(ctx.broker, body)
         denied = authorize_produce(ctx, body)  # removes denied topics from body (issue 12)
-        response = handle_produce_sync(ctx.broker, ctx.api_version, body)
+        if getattr(ctx.broker, "unregistered", False):
+            # After UnregisterBroker this node leads nothing until it restarts (Kafka 4.2).
+            response = {"throttle_time_ms": 0, "responses": [
+                {"name": t["name"], "partition_responses": [
+                    _partition_response(p["index"], ErrorCode.NOT_LEADER_OR_FOLLOWER) for p in t["partition_data"]]}
+                for t in body.get("topic_data") or ()]}
+        else:
+            response = handle_produce_sync(ctx.broker, ctx.api_version, body)
         if denied:
             response["responses"].extend(denied)
         if ctx.api_version >= FIRST_TOPIC_ID_VERSION:
