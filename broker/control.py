@@ -294,10 +294,33 @@ async def seed(broker, params: dict) -> dict:
         raise ControlError(str(exc)) from None
 
 
-def _share_operations() -> dict:
-    from .share.operator import CONTROL_OPERATIONS
+async def share_groups_list(broker, params: dict) -> dict:
+    from .share import operator
 
-    return CONTROL_OPERATIONS
+    return {"groups": operator.share_groups(broker)}
+
+
+async def share_groups_describe(broker, params: dict) -> dict:
+    from .share import operator
+
+    group = _req(params, "group", str)
+    described = operator.describe(broker, group)
+    if described is None:
+        raise NotFound(f"no share group {group!r}")
+    return described
+
+
+async def share_groups_expire(broker, params: dict) -> dict:
+    from .share import operator
+
+    group = _req(params, "group", str)
+    member_id = _req(params, "member_id", str)
+    expired = operator.expire_member(broker, group, member_id)
+    if expired is None:
+        raise NotFound(f"no share group {group!r}")
+    if not expired:
+        raise NotFound(f"share group {group!r} has no member {member_id!r}")
+    return {"group": group, "expired": [member_id]}
 
 
 OPERATIONS: dict[str, Callable[[Any, dict], Awaitable[dict]]] = {
@@ -308,8 +331,9 @@ OPERATIONS: dict[str, Callable[[Any, dict], Awaitable[dict]]] = {
     "clock.advance": clock_advance, "clock.now": clock_now, "share.expire_lock": share_expire_lock,
     "wait.group": wait_group, "wait.hwm": wait_hwm, "wait.topic": wait_topic,
     "topics.create": topics_create, "seed": seed, "coordinator.ready": coordinator_ready,
+    "share.groups.list": share_groups_list, "share.groups.describe": share_groups_describe,
+    "share.groups.expire": share_groups_expire,
 }
-OPERATIONS.update(_share_operations())
 
 
 async def call(broker, op: str, params: dict | None = None) -> dict:

@@ -4,9 +4,9 @@ API show of them, read from the group coordinator's shards and the share partiti
 * ``share_groups(broker)`` / ``describe(broker, group_id)``: state, epochs, members with their
   assignments (topic names), and per share partition the start offset, records in flight, acquired,
   archived and the lag, as ``view.partition_summaries`` reports them;
-* ``CONTROL_OPERATIONS``: ``share.groups.list``, ``share.groups.describe`` [group] and
-  ``share.groups.expire`` [group, member_id] (removes the member now, as its session timeout would;
-  its share session ends and its acquired records are released, ``view.end_member``);
+* ``expire_member(broker, group, member_id)``: the control API's ``share.groups.expire`` (broker/control.py
+  answers ``share.groups.list``/``describe``/``expire`` from this module): the member is removed as its
+  session timeout would, its share session ends and its acquired records are released;
 * ``metric_families(broker)``: Prometheus gauges per share group (members, state, epochs) and per
   share partition (lag, in-flight, archived records, start offset).
 """
@@ -80,41 +80,22 @@ def share_groups(broker) -> list[dict]:
     return sorted(out, key=lambda g: g["group_id"])
 
 
-# -- control API ----------------------------------------------------------------------------------
+# -- control API (broker/control.py answers the requests) ---------------------------------------
 
-async def _list(broker, params: dict) -> dict:
-    return {"groups": share_groups(broker)}
-
-
-async def _describe(broker, params: dict) -> dict:
-    from ..control import NotFound, _req
-
-    group = _req(params, "group", str)
-    described = describe(broker, group)
-    if described is None:
-        raise NotFound(f"no share group {group!r}")
-    return described
-
-
-async def _expire(broker, params: dict) -> dict:
-    from ..control import NotFound, _req
-
-    group = _req(params, "group", str)
-    member_id = _req(params, "member_id", str)
-    manager = _manager(broker, group)
+def expire_member(broker, group_id: str, member_id: str) -> bool | None:
+    """Remove a member now, as its session timeout would, ending its share session and releasing
+    what it holds; None: no share group ``group_id``, False: no such member."""
+    manager = _manager(broker, group_id)
     if manager is None:
-        raise NotFound(f"no share group {group!r}")
-    if not manager.expire_member(group, member_id):
-        raise NotFound(f"share group {group!r} has no member {member_id!r}")
+        return None
+    if not manager.expire_member(group_id, member_id):
+        return False
     # An expired member is gone: unlike a leave heartbeat racing its own last acknowledgements
     # (ShareFetchManager.member_left), nothing more comes from its share session.
-    view.end_member(broker, group, member_id)
-    log.warning("control: expired member %s of share group %s", member_id, group)
-    return {"group": group, "expired": [member_id]}
+    view.end_member(broker, group_id, member_id)
+    log.warning("control: expired member %s of share group %s", member_id, group_id)
+    return True
 
-
-CONTROL_OPERATIONS = {"share.groups.list": _list, "share.groups.describe": _describe,
-                      "share.groups.expire": _expire}
 
 
 # -- /metrics -------------------------------------------------------------------------------------
