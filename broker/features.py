@@ -9,8 +9,9 @@ TxnOffsetCommit 5, EndTxn 5 bumps the epoch), served by broker/txn; UpdateFeatur
 only when ConsumerGroupHeartbeat (68) is registered.  ``share.version`` 1 (the default, as Kafka 4.2
 finalizes it) enables share groups (KIP-932); at 0 ShareGroupHeartbeat/Describe answer UNSUPPORTED_VERSION.
 ``streams.version`` 1 (KIP-1071 streams groups, on by default as in Kafka 4.2) only when
-StreamsGroupHeartbeat (88) is registered.  ``metadata.version`` is 4.0-IV3 (25), the
-level of the APIs served; it cannot be downgraded (Kafka refuses unsafe metadata downgrades).
+StreamsGroupHeartbeat (88) is registered.  ``metadata.version`` is 29, the level a new Kafka 4.2.2
+cluster finalizes (the APIs served are Kafka 4.2's); it cannot be downgraded (Kafka refuses unsafe
+metadata downgrades).
 ``kraft.version`` stays 0: the quorum is this node, a static voter.
 
 Levels changed by UpdateFeatures are records in the metadata log (``feature_level``) and so
@@ -35,7 +36,7 @@ INVALID_REQUEST = ErrorCode.INVALID_REQUEST
 
 # feature -> (min supported, max supported, default finalized level)
 _FEATURES = {
-    METADATA_VERSION: (7, 25, 25),
+    METADATA_VERSION: (7, 29, 29),
     KRAFT_VERSION: (0, 0, 0),
     TRANSACTION_VERSION: (0, 2, 2),  # 2: transactions V2 (KIP-890 part 2), Kafka 4.2's default
     # 1: eligible leader replicas (KIP-966), on in a new Kafka 4.1+ cluster; with it the cluster
@@ -83,11 +84,14 @@ def epoch(broker) -> int:
     return int(getattr(broker.controller, "metadata_records", 0))
 
 
-def api_versions_fields(broker) -> dict:
-    """The tagged feature fields of ApiVersionsResponse v3+."""
+def api_versions_fields(broker, api_version: int = 4) -> dict:
+    """The tagged feature fields of ApiVersionsResponse v3+.  Before v4 a supported feature whose
+    minimum is 0 is left out (KIP-1022: older clients read a 0 minimum as "not supported"), as
+    Kafka 4.2 answers v3."""
     return {
         "supported_features": [{"name": n, "min_version": lo, "max_version": hi}
-                               for n, (lo, hi, _) in sorted(supported(broker).items())],
+                               for n, (lo, hi, _) in sorted(supported(broker).items())
+                               if lo > 0 or api_version >= 4],
         "finalized_features_epoch": epoch(broker),
         "finalized_features": [{"name": n, "max_version_level": level, "min_version_level": level}
                                for n, level in sorted(finalized(broker).items())],

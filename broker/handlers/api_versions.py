@@ -34,7 +34,7 @@ def register(registry, broker) -> None:
         response.setdefault("error_code", 0)
         response.setdefault("throttle_time_ms", 0)
         if ctx.api_version >= 3:
-            response.update(features.api_versions_fields(ctx.broker))
+            response.update(features.api_versions_fields(ctx.broker, ctx.api_version))
         return response
 
     registry.register(API_KEY, 0, 4, handle_api_versions)

@@ -10,8 +10,7 @@ from kafka.admin import NewTopic
 from conftest import start_broker
 
 pytestmark = [pytest.mark.integration, pytest.mark.minikafka_only(reason=(
-        "asserts minikafka's own identity (kafka-python infers 4.0, metadata.version 4.0-IV3, "
-        "transaction.version at most 1; Kafka 4.2 differs on purpose) and a broker-wide "
+        "asserts minikafka's own identity and a broker-wide "
         "max.request.partition.size.limit=4 on a broker of its own"))]
 
 
@@ -107,7 +106,7 @@ def test_features(admin):
     import kafka.errors as Errors
 
     features = admin.describe_features()
-    assert features["metadata.version"]["finalized"] == (25, 25)
+    assert features["metadata.version"]["finalized"] == (29, 29)  # as Kafka 4.2.2
     assert features["transaction.version"]["supported"] == (0, 2)
     assert features["transaction.version"]["finalized"] == (2, 2)  # transactions V2, as Kafka 4.2
     with pytest.raises(Errors.InvalidUpdateVersionError):

@@ -95,7 +95,7 @@ public class Kafka4Check {
             check(quorum.leaderId() == 1 && quorum.voters().size() == 1, "quorum: " + quorum);
 
             FeatureMetadata features = admin.describeFeatures().featureMetadata().get();
-            check(features.finalizedFeatures().get("metadata.version").maxVersionLevel() == 25, "metadata.version");
+            check(features.finalizedFeatures().get("metadata.version").maxVersionLevel() == 29, "metadata.version");
             // transaction.version 2 is finalized (transactions V2, as Kafka 4.2); 3 does not exist.
             check(features.finalizedFeatures().get("transaction.version").maxVersionLevel() == 2, "transaction.version");
             Throwable tv3 = cause(admin.updateFeatures(Map.of("transaction.version",

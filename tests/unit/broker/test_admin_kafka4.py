@@ -144,7 +144,7 @@ async def test_features_and_update_features(broker):
     supported = {f["name"]: (f["min_version"], f["max_version"]) for f in fields["supported_features"]}
     # transaction.version 2 (transactions V2) and eligible leader replicas (KIP-966) are finalized
     # by default, as in Kafka 4.2.
-    assert finalized == {"metadata.version": 25, "transaction.version": 2, "eligible.leader.replicas.version": 1}
+    assert finalized == {"metadata.version": 29, "transaction.version": 2, "eligible.leader.replicas.version": 1}
     assert supported["transaction.version"] == (0, 2) and supported["group.version"] == (0, 0)
 
     def upd(name, level, upgrade_type=1, validate_only=False):
