@@ -199,9 +199,16 @@ KAFKA_SETTINGS = {
     "group.streams.heartbeat.interval.ms": "500",
     "group.streams.min.heartbeat.interval.ms": "500",
     "group.streams.initial.rebalance.delay.ms": "0",
+    # Share groups (the share tests, SHARE_FAST): a member gets its partitions on the heartbeat after
+    # the share state is initialized, so 500 ms instead of Kafka's 5 s per step.
+    "group.share.heartbeat.interval.ms": "500",
+    "group.share.min.heartbeat.interval.ms": "500",
     # Kafka looks for timed-out transactions every 10 s; minikafka aborts one at its deadline.
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
 }
+
+# The share tests' brokers: the shared Kafka has the same (KAFKA_SETTINGS).
+SHARE_FAST = {"group_share_heartbeat_interval_ms": 500, "group_share_min_heartbeat_interval_ms": 500}
 
 # Overrides our tests give minikafka that change nothing a client observes on a one-node cluster.
 KAFKA_IGNORED_OVERRIDES = {

@@ -4,7 +4,7 @@ the delivery count, reject, the delivery limit, several consumers on one partiti
 the same record, and read_committed with an open and an aborted transaction.
 
 Both brokers start a share partition at the log end ("latest", the default reset) when it is first
-fetched, and a member is assigned its partitions one heartbeat interval (5 s) after joining; each
+fetched, and a member is assigned its partitions one heartbeat interval (500 ms here, SHARE_FAST) after joining; each
 test therefore makes its consumers *ready* first: it produces a sentinel record until every consumer
 got one (and accepts it), then produces the records it counts.
 """
@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from conftest import broker_for
+from conftest import SHARE_FAST, broker_for
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer  # noqa: E402
@@ -28,7 +28,7 @@ SENTINEL = b"sentinel"
 
 @pytest.fixture(scope="module")
 def target(request, broker_kind, tmp_path_factory):
-    broker = broker_for(request, broker_kind, tmp_path_factory.mktemp("share-consumer"))
+    broker = broker_for(request, broker_kind, tmp_path_factory.mktemp("share-consumer"), **SHARE_FAST)
     yield broker
     broker.stop()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clienttools import require_tool
-from conftest import broker_for
+from conftest import SHARE_FAST, broker_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +40,7 @@ def compiled(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def target(request, broker_kind, tmp_path_factory):
-    broker = broker_for(request, broker_kind, tmp_path_factory.mktemp("share-java-broker"))
+    broker = broker_for(request, broker_kind, tmp_path_factory.mktemp("share-java-broker"), **SHARE_FAST)
     yield broker
     broker.stop()
 

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from conftest import start_broker
+from conftest import SHARE_FAST, start_broker
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer  # noqa: E402
@@ -46,7 +46,7 @@ def _ready(producer, topic, c, timeout=40.0):
 
 
 def test_a_killed_broker_redelivers_exactly_what_was_not_acknowledged(tmp_path):
-    broker = start_broker(tmp_path, offsets_topic_num_partitions=3)
+    broker = start_broker(tmp_path, offsets_topic_num_partitions=3, **SHARE_FAST)
     try:
         topic, group = f"sr-{uuid.uuid4().hex[:8]}", f"sr-g-{uuid.uuid4().hex[:8]}"
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})

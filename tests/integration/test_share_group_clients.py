@@ -4,8 +4,8 @@ partitions is initialized), a second member sharing the partitions, leaving, and
 group.  Records are not fetched here (ShareFetch is the share partitions' part); the group's members
 and assignments are read with ShareGroupDescribe and ListGroups.
 
-The heartbeat interval is Kafka's default (5 s): a member gets its partitions on the heartbeat after
-the one that joined, so each step waits a few seconds."""
+The heartbeat interval is 500 ms (SHARE_FAST, on both brokers): a member gets its partitions on the
+heartbeat after the one that joined."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from conftest import RawClient, broker_for, start_broker
+from conftest import SHARE_FAST, RawClient, broker_for, start_broker
 from test_cli_tools import mk, mkjson
 from test_group_clients import create_topic, wait_until
 
@@ -27,7 +27,7 @@ WAIT = 40.0
 
 @pytest.fixture(scope="module")
 def broker(request, broker_kind, tmp_path_factory):
-    handle = broker_for(request, broker_kind, tmp_path_factory.mktemp("share"))
+    handle = broker_for(request, broker_kind, tmp_path_factory.mktemp("share"), **SHARE_FAST)
     yield handle
     handle.stop()
 
@@ -107,7 +107,7 @@ def test_share_consumers_join_share_partitions_leave_and_the_group_is_deleted(br
 
 @pytest.mark.minikafka_only(reason="restarts the broker")
 def test_a_share_group_survives_a_broker_restart(tmp_path):
-    broker = start_broker(tmp_path)
+    broker = start_broker(tmp_path, **SHARE_FAST)
     topic = f"share-{uuid.uuid4().hex[:8]}"
     group = f"sg-{uuid.uuid4().hex[:8]}"
     try:
@@ -206,7 +206,7 @@ def test_share_groups_in_the_console_metrics_and_control_api(tmp_path):
 
 @pytest.mark.minikafka_only(reason="changes a cluster-wide feature level")
 def test_share_version_0_turns_share_groups_off_and_1_on_again(tmp_path):
-    broker = start_broker(tmp_path)
+    broker = start_broker(tmp_path, **SHARE_FAST)
     try:
         create_topic(broker.bootstrap, "t", 1)
         join = {"group_id": "g", "member_id": "m-000000000000000000001", "member_epoch": 0, "rack_id": None,
