@@ -45,7 +45,9 @@ def classpath(tmp_path_factory):
     return f"{out}:{jars}"
 
 
-@pytest.mark.parametrize("guarantee,instances", [("at_least_once", 1), ("exactly_once_v2", 2)])
+# Two instances with exactly-once v2 cover one instance's path too (the first member alone gets every
+# task before the second joins); a separate at-least-once single-instance run added ~1.5 min to make test.
+@pytest.mark.parametrize("guarantee,instances", [("exactly_once_v2", 2)])
 def test_kafka_streams_word_count_with_the_streams_protocol(request, broker_kind, tmp_path, classpath, guarantee,
                                                            instances):
     broker = broker_for(request, broker_kind, tmp_path, group_streams_heartbeat_interval_ms=500,
