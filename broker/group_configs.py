@@ -210,6 +210,14 @@ def alter(broker, group_id: str, configs: list[dict], incremental: bool, validat
     if validate_only or canonical == current:
         return
     broker.controller.set_resource_configs(GROUP, group_id, canonical)
+    broker._group_config_changes = changes(broker) + 1
+
+
+def changes(broker) -> int:
+    """How many group config changes this broker has applied since it started: a cache of
+    ``effective`` is current while this number is the one it was built at (Kafka applies a group
+    config change to the group's next request)."""
+    return getattr(broker, "_group_config_changes", 0)
 
 
 def describe(broker, group_id: str, keys, include_synonyms: bool, include_documentation: bool) -> list[dict]:

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 
 from minikafka.protocol import records as rec
@@ -57,7 +56,6 @@ SHARE_FETCH = 78
 SHARE_ACKNOWLEDGE = 79
 NONE = ErrorCode.NONE
 ZERO_UUID = uuid.UUID(int=0)
-SETTINGS_TTL_S = 1.0
 
 
 class ShareFetchManager:
@@ -71,15 +69,18 @@ class ShareFetchManager:
         self.partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
         max_sessions = _config(broker, "group.share.max.share.sessions", 2000)
         self.sessions = ShareSessionCache(int(max_sessions))
-        self._settings: dict[str, tuple[float, ShareSettings]] = {}
+        # group -> (group_configs.changes() when built, settings): rebuilt after any GROUP config change.
+        self._settings: dict[str, tuple[int, ShareSettings]] = {}
 
     # -- settings ------------------------------------------------------------------------------
 
     def settings(self, group_id: str) -> ShareSettings:
-        now = time.monotonic()
+        from minikafka.broker import group_configs
+
+        version = group_configs.changes(self.broker)
         cached = self._settings.get(group_id)
-        if cached is None or now - cached[0] > SETTINGS_TTL_S:
-            cached = (now, ShareSettings.from_config(view.share_config(self.broker, group_id)))
+        if cached is None or cached[0] != version:
+            cached = (version, ShareSettings.from_config(view.share_config(self.broker, group_id)))
             self._settings[group_id] = cached
         return cached[1]
 
