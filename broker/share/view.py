@@ -63,13 +63,11 @@ def share_config(broker, group_id: str) -> dict[str, Any]:
         "share.session.timeout.ms": int(get("group.share.session.timeout.ms", 45000)),
         "share.heartbeat.interval.ms": int(get("group.share.heartbeat.interval.ms", 5000)),
     }
-    # GROUP config resources (DescribeConfigs/IncrementalAlterConfigs on a group, broker/group_configs.py
-    # where the broker has it) override these ...
-    try:
-        from minikafka.broker import group_configs
-    except ImportError:  # a broker without GROUP config resources
-        group_configs = None
-    if group_configs is not None and getattr(broker, "controller", None) is not None:
+    # GROUP config resources (DescribeConfigs/IncrementalAlterConfigs on a group, broker/group_configs.py)
+    # override these ...
+    from minikafka.broker import group_configs
+
+    if getattr(broker, "controller", None) is not None:
         effective = group_configs.effective(broker, group_id)
         for name in ("share.record.lock.duration.ms", "share.auto.offset.reset", "share.isolation.level",
                      "share.session.timeout.ms", "share.heartbeat.interval.ms"):

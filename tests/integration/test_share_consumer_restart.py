@@ -69,9 +69,8 @@ def test_a_killed_broker_redelivers_exactly_what_was_not_acknowledged(tmp_path):
             if len(held) == 10:
                 break
         assert len(held) == 10
-        # Send the even acknowledgements; the odd ones stay acquired.
-        c.commit_async()
-        time.sleep(1.0)
+        # Send the even acknowledgements and wait for the broker's answer; the odd ones stay acquired.
+        c.commit_sync()
         broker.restart(kill=True)
         c2 = _consumer(broker.bootstrap, group, topic)
         got = []

@@ -470,24 +470,25 @@ def _describe_group(ctx, group_id: str, topics) -> dict:
     return {"group_id": group_id, "topics": out_topics, "error_code": ErrorCode.NONE, "error_message": None}
 
 
-def _alter_error(code: ErrorCode, message=None) -> dict:
+def _offsets_error(code: ErrorCode, message=None) -> dict:
+    """The whole-request error of AlterShareGroupOffsets and DeleteShareGroupOffsets (same shape)."""
     return {"throttle_time_ms": 0, "error_code": code, "error_message": message or MSG.get(code), "responses": []}
 
 
 async def alter_share_group_offsets(ctx, body: dict) -> dict:
     group_id = body.get("group_id")
     if not az.authorize(ctx, az.READ, az.GROUP, group_id):
-        return _alter_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return _offsets_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not group_id:
-        return _alter_error(ErrorCode.INVALID_GROUP_ID)
+        return _offsets_error(ErrorCode.INVALID_GROUP_ID)
     error = _group_coordinator_error(ctx.broker, group_id)
     if error is not None:
-        return _alter_error(error)
+        return _offsets_error(error)
     state = view.share_group_state(ctx.broker, group_id)
     if state is None and _other_group_type(ctx.broker, group_id):
-        return _alter_error(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        return _offsets_error(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
     if state not in (None, "Empty", "Dead"):
-        return _alter_error(ErrorCode.NON_EMPTY_GROUP)
+        return _offsets_error(ErrorCode.NON_EMPTY_GROUP)
     controller = ctx.broker.controller
     responses = []
     to_init: dict[uuid.UUID, dict[int, int]] = {}
@@ -519,7 +520,7 @@ async def alter_share_group_offsets(ctx, body: dict) -> dict:
         try:
             coordinator = _service(ctx).ensure()
         except KafkaError:
-            return _alter_error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return _offsets_error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         from .records import StateKey
 
         state_epoch = _group_epoch(ctx.broker, group_id)
@@ -574,19 +575,15 @@ def _other_group_type(broker, group_id: str) -> bool:
     return shard.group_type(group_id) not in (None, "share")
 
 
-def _delete_error(code: ErrorCode, message=None) -> dict:
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": message or MSG.get(code), "responses": []}
-
-
 async def delete_share_group_offsets(ctx, body: dict) -> dict:
     group_id = body.get("group_id")
     if not az.authorize(ctx, az.DELETE, az.GROUP, group_id):
-        return _delete_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return _offsets_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not group_id:
-        return _delete_error(ErrorCode.INVALID_GROUP_ID)
+        return _offsets_error(ErrorCode.INVALID_GROUP_ID)
     error = _group_coordinator_error(ctx.broker, group_id)
     if error is not None:
-        return _delete_error(error)
+        return _offsets_error(error)
     responses, authorized = [], []
     for t in body.get("topics") or []:
         if not az.authorize(ctx, az.READ, az.TOPIC, t["topic_name"]):
@@ -599,9 +596,9 @@ async def delete_share_group_offsets(ctx, body: dict) -> dict:
     if state is None:
         message = (f"Group {group_id} is not a share group." if _other_group_type(ctx.broker, group_id)
                    else f"Group {group_id} not found.")
-        return _delete_error(ErrorCode.GROUP_ID_NOT_FOUND, message)
+        return _offsets_error(ErrorCode.GROUP_ID_NOT_FOUND, message)
     if state not in ("Empty", "Dead"):
-        return _delete_error(ErrorCode.NON_EMPTY_GROUP)
+        return _offsets_error(ErrorCode.NON_EMPTY_GROUP)
     controller = ctx.broker.controller
     initialized = _initialized(ctx.broker, group_id)
     deleted = []
@@ -623,7 +620,7 @@ async def delete_share_group_offsets(ctx, body: dict) -> dict:
         try:
             coordinator = _service(ctx).ensure()
         except KafkaError:
-            return _delete_error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return _offsets_error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         from .records import StateKey
 
         for name, topic_id, parts in deleted:
