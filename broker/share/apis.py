@@ -23,12 +23,15 @@ the share partitions (``view``), and the group's ``group.share.*`` settings.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from minikafka.protocol.errors import ErrorCode
 
 from ..security import authorizer as az
 from . import view
-from .group_manager import ShareGroupManager, error_response
+
+if TYPE_CHECKING:
+    from .group_manager import ShareGroupManager
 
 log = logging.getLogger("minikafka.share")
 
@@ -84,6 +87,13 @@ def manager_for(broker, group_id: str) -> "ShareGroupManager | None":
     return None if shard is None else shard.share
 
 
+def error_response(code: ErrorCode, message: str | None = None) -> dict:
+    # The share-group manager loads with the first request that needs it, not at start (idle memory).
+    from .group_manager import error_response as answer
+
+    return answer(code, message)
+
+
 def _client_host(ctx) -> str:
     return "/" + (ctx.client_host or "")
 
@@ -101,6 +111,8 @@ async def share_group_heartbeat(ctx, body: dict) -> dict:
     coordinator = getattr(broker, "group_coordinator", None)
     if coordinator is None or not coordinator.active:
         return {"throttle_time_ms": 0, **error_response(ErrorCode.COORDINATOR_NOT_AVAILABLE)}
+    from .group_manager import ShareGroupManager
+
     try:
         ShareGroupManager._validate(body)
     except Exception as exc:  # the request's own errors come before the routing ones, as in Kafka
@@ -166,7 +178,7 @@ def _failed(group_id: str, code: ErrorCode) -> dict:
 def register(registry, broker) -> None:
     config = getattr(broker, "config", None)
     if config is not None:
-        from .group_manager import validate_broker_settings
+        from .settings import validate_broker_settings
 
         validate_broker_settings(config)  # contradicting group.share.* settings: no start, as Kafka
     registry.register(SHARE_GROUP_HEARTBEAT, 1, 1, share_group_heartbeat)

@@ -40,10 +40,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
+from .settings import ASSIGNOR_NAME  # noqa: F401 (re-exported: the share assignor's name)
+
 Assignment = dict[uuid.UUID, set[int]]
 
 LEAVE_EPOCH = -1
-ASSIGNOR_NAME = "simple"
 
 
 class ShareGroupState(str, enum.Enum):

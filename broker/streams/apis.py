@@ -25,7 +25,7 @@ import logging
 from minikafka.broker.security import authorizer as az
 from minikafka.protocol.errors import ErrorCode, KafkaError
 
-from .manager import StreamsConfig, error_response
+from .settings import StreamsConfig
 
 log = logging.getLogger("minikafka.streams")
 
@@ -53,6 +53,14 @@ def streams_enabled(broker) -> bool:
     from minikafka.broker import features
 
     return streams_protocol_configured(getattr(broker, "config", None)) and features.level(broker, STREAMS_VERSION) >= 1
+
+
+
+def error_response(code: ErrorCode, message: str | None = None) -> dict:
+    # The streams-group manager loads with the first request that needs it, not at start (idle memory).
+    from .manager import error_response as answer
+
+    return answer(code, message)
 
 
 def _client_host(ctx) -> str:

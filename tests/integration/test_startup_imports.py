@@ -55,6 +55,10 @@ NOT_FOR_SERVING = (
     "minikafka.broker.security.tls_thread",
     # Kafka's broker config table loads with the first DescribeConfigs (issue 20).
     "minikafka.broker.kafka_configs", "minikafka.broker.group_configs",
+    # The share-group and streams-group managers load with their groups' first request; a start only
+    # validates their settings (broker/share/settings.py, broker/streams/settings.py).
+    "minikafka.broker.share.group_manager", "minikafka.broker.share.group", "minikafka.broker.streams.manager",
+    "minikafka.broker.streams.topology", "minikafka.broker.streams.assignor",
 )
 
 
