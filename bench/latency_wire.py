@@ -3,15 +3,17 @@
 The broker runs as a child process (``python -m minikafka serve`` of the tree the interpreter
 belongs to, through a wrapper that times its socket edges) and records, per record, two moments
 of its own: when the Produce request's bytes reach the connection (``buffer_updated``, before
-anything is decoded) and when the Fetch response that carries the record has been handed to the
-transport (after ``writelines`` returned: uvloop's ``writev`` has run, or the bytes are queued).
+anything is decoded) and when the Fetch response that carries the record, encoded, goes to the
+connection's ``_flush`` (which pops it and calls ``writelines``: uvloop's ``writev`` at once).  The
+moment is taken before the write, not after: the client the write wakes often preempts the broker
+on its CPU right after ``writev`` (on 2 cores), which would count the client's time as the broker's.
 The client records when it sent the record and when it had it.  ``perf_counter`` is
 CLOCK_MONOTONIC, the same clock in both processes, and the record's first 8 bytes are the send
 time, which joins the two sides.  Per record, then:
 
     in      client send -> broker has the produce's bytes (client library, kernel, broker wake-up)
-    broker  produce bytes in -> fetch response written (the broker's Python path)
-    out     fetch response written -> client has the record (kernel, client wake-up, client library)
+    broker  produce bytes in -> fetch response ready to write (the broker's Python path)
+    out     fetch response ready -> client has the record (the write, kernel, client wake-up, client library)
 
 ``--client raw``: bench/latency_raw.py's sockets (a parked Fetch v16, then a Produce v10 acks=-1);
 ``--client rdkafka``: bench/latency.py's librdkafka producer (acks=all) and group consumer.
@@ -86,9 +88,9 @@ def child(out_path: str, argv: list[str]) -> int:
         slot = pending[0] if pending else None
         if slot is None or not slot.done or slot.api_key != 1 or not slot.chunks or self.transport is None:
             return original_flush(self)
+        t = clock()  # the answer is encoded; _flush writes it now (timed before: see the docstring)
         chunks = list(slot.chunks)
         original_flush(self)
-        t = clock()
         fetch_out.append((t, b"".join(bytes(c) for c in chunks)))
 
     conn_cls.buffer_updated = buffer_updated
