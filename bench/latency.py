@@ -105,7 +105,7 @@ def main() -> None:
     parser.add_argument("--pin", action="store_true", help="broker on CPU 1, the clients on CPU 0 (taskset)")
     parser.add_argument("--bootstrap", action="append", default=[], metavar="NAME=HOST:PORT",
                         help="also measure a broker already running there (e.g. another implementation); "
-                             "its topic 'latency' is created per round if missing, so give it a fresh data dir")
+                             "a topic of its own is created per round")
     args = parser.parse_args()
     if args.pin:
         os.sched_setaffinity(0, {0})
@@ -118,7 +118,7 @@ def main() -> None:
         for tree in results:
             if tree in external:
                 # One topic per round: a running broker keeps the last round's records.
-                samples = sorted(one_round(external[tree], args.rate, args.seconds, f"latency-{n}"))
+                samples = sorted(one_round(external[tree], args.rate, args.seconds, f"latency-{os.getpid()}-{n}"))
             else:
                 python, cwd = trees[tree]
                 with tempfile.TemporaryDirectory(prefix="minikafka-latency-") as data:

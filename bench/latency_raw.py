@@ -152,7 +152,7 @@ def main() -> None:
     for n in range(args.rounds):
         for tree in results:
             if tree in external:
-                samples = sorted(one_round(external[tree], args.cycles, args.rate, f"latency-raw-{n}"))
+                samples = sorted(one_round(external[tree], args.cycles, args.rate, f"latency-raw-{os.getpid()}-{n}"))
             else:
                 python, cwd = trees[tree]
                 with tempfile.TemporaryDirectory(prefix="minikafka-latency-") as data:
