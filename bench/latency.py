@@ -48,11 +48,13 @@ def start(python: str, cwd: str, data: str, pin: bool = False):
     raise RuntimeError("the broker did not start")
 
 
-def one_round(bootstrap: str, rate: int, seconds: float) -> list[float]:
-    topic = "latency"
+def one_round(bootstrap: str, rate: int, seconds: float, topic: str = "latency",
+              sent_at: list[float] | None = None) -> list[float]:
+    """Latencies of one round; ``sent_at`` (if given) gets each sample's (key, start): the send
+    time, which is also the record's first 8 bytes, twice."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(timeout=30)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "latency", "auto.offset.reset": "latest",
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "auto.offset.reset": "latest",
                          "enable.auto.commit": False})
     consumer.subscribe([topic])
     deadline = time.monotonic() + 30
@@ -70,7 +72,10 @@ def one_round(bootstrap: str, rate: int, seconds: float) -> list[float]:
             msg = consumer.poll(0.5)
             if msg is None or msg.error() or len(msg.value()) != 100:
                 continue
-            samples.append(time.perf_counter() - struct.unpack_from(">d", msg.value())[0])
+            t_send = struct.unpack_from(">d", msg.value())[0]
+            samples.append(time.perf_counter() - t_send)
+            if sent_at is not None:
+                sent_at.append((t_send, t_send))
 
     reader = threading.Thread(target=consume)
     reader.start()
@@ -98,26 +103,36 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--baseline-python")
     parser.add_argument("--pin", action="store_true", help="broker on CPU 1, the clients on CPU 0 (taskset)")
+    parser.add_argument("--bootstrap", action="append", default=[], metavar="NAME=HOST:PORT",
+                        help="also measure a broker already running there (e.g. another implementation); "
+                             "a topic of its own is created per round")
     args = parser.parse_args()
     if args.pin:
         os.sched_setaffinity(0, {0})
     trees = {"this tree": (sys.executable, str(ROOT))}
     if args.baseline_python:
         trees["baseline"] = (args.baseline_python, str(Path(args.baseline_python).absolute().parents[2]))
-    results: dict[str, list[tuple[float, float]]] = {t: [] for t in trees}
-    for _ in range(args.rounds):
-        for tree, (python, cwd) in trees.items():
-            with tempfile.TemporaryDirectory(prefix="minikafka-latency-") as data:
-                proc, bootstrap = start(python, cwd, data, args.pin)
-                try:
-                    samples = sorted(one_round(bootstrap, args.rate, args.seconds))
-                finally:
-                    proc.terminate()
-                    proc.wait(10)
+    external = dict(b.split("=", 1) if "=" in b else (b, b) for b in args.bootstrap)
+    results: dict[str, list[tuple[float, float]]] = {t: [] for t in [*trees, *external]}
+    for n in range(args.rounds):
+        for tree in results:
+            if tree in external:
+                # One topic per round: a running broker keeps the last round's records.
+                samples = sorted(one_round(external[tree], args.rate, args.seconds, f"latency-{os.getpid()}-{n}"))
+            else:
+                python, cwd = trees[tree]
+                with tempfile.TemporaryDirectory(prefix="minikafka-latency-") as data:
+                    proc, bootstrap = start(python, cwd, data, args.pin)
+                    try:
+                        samples = sorted(one_round(bootstrap, args.rate, args.seconds))
+                    finally:
+                        proc.terminate()
+                        proc.wait(10)
             p50 = samples[len(samples) // 2] * 1000
             p99 = samples[int(len(samples) * 0.99)] * 1000
             results[tree].append((p50, p99))
-            print(f"{tree:9s} round: p50 {p50:.3f} ms, p99 {p99:.3f} ms, n={len(samples)}", flush=True)
+            print(f"{tree:9s} round: p50 {p50:.3f} ms, p99 {p99:.3f} ms, n={len(samples)}, "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)
     for tree, rows in results.items():
         print(f"{tree:9s} median of rounds: p50 {statistics.median(r[0] for r in rows):.3f} ms, "
               f"p99 {statistics.median(r[1] for r in rows):.3f} ms")

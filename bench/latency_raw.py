@@ -75,12 +75,15 @@ class Conn:
         return self.recv(api_key, version)
 
 
-def one_round(addr, cycles: int, rate: int) -> list[float]:
+def one_round(addr, cycles: int, rate: int, topic: str = "latency",
+              sent_at: list[float] | None = None) -> list[float]:
+    """Latencies of one round; ``sent_at`` (if given) gets each sample's (key, start): the record's
+    first 8 bytes (a perf_counter time taken before it was encoded) and the time its send began."""
     admin = Conn(addr)
-    admin.call(19, 4, {"topics": [{"name": "latency", "num_partitions": 1, "replication_factor": 1,
+    admin.call(19, 4, {"topics": [{"name": topic, "num_partitions": 1, "replication_factor": 1,
                                    "assignments": [], "configs": []}], "timeout_ms": 30000,
                        "validate_only": False})
-    meta = admin.call(3, 12, {"topics": [{"topic_id": None, "name": "latency"}],
+    meta = admin.call(3, 12, {"topics": [{"topic_id": None, "name": topic}],
                               "allow_auto_topic_creation": False,
                               "include_topic_authorized_operations": False})
     topic_id = meta["topics"][0]["topic_id"]
@@ -99,9 +102,10 @@ def one_round(addr, cycles: int, rate: int) -> list[float]:
         fetch["topics"][0]["partitions"][0]["fetch_offset"] = next_offset
         fetcher.send(1, 16, fetch)
         time.sleep(0.0003)  # let the fetch park
-        batch = build_batch([(None, struct.pack(">d", time.time()) + pad, [], int(time.time() * 1000))])
+        key = time.perf_counter()  # the record's first 8 bytes (bench/latency_wire.py joins on it)
+        batch = build_batch([(None, struct.pack(">d", key) + pad, [], int(time.time() * 1000))])
         body = {"transactional_id": None, "acks": -1, "timeout_ms": 30000, "topic_data": [
-            {"name": "latency", "partition_data": [{"index": 0, "records": batch}]}]}
+            {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}
         data = codec.encode_request(0, 10, i + 1, "rdkafka", body)
         t0 = time.perf_counter()
         producer.sock.sendall(data)
@@ -114,6 +118,8 @@ def one_round(addr, cycles: int, rate: int) -> list[float]:
         next_offset += 1
         if i >= 50:  # warm-up cycles left out
             samples.append(t1 - t0)
+            if sent_at is not None:
+                sent_at.append((key, t0))
         rest = interval - (time.perf_counter() - started)
         if rest > 0:
             time.sleep(rest)
@@ -129,22 +135,33 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=2000)
     parser.add_argument("--pin", action="store_true")
     parser.add_argument("--baseline-python")
+    parser.add_argument("--bootstrap", action="append", default=[], metavar="NAME=HOST:PORT",
+                        help="also measure a broker already running there (a topic per round is created)")
     args = parser.parse_args()
     if args.pin:
         os.sched_setaffinity(0, {0})
     trees = {"this tree": (sys.executable, str(ROOT))}
     if args.baseline_python:
         trees["baseline"] = (args.baseline_python, str(Path(args.baseline_python).absolute().parents[2]))
-    results: dict[str, list[tuple[float, float, float]]] = {t: [] for t in trees}
-    for _ in range(args.rounds):
-        for tree, (python, cwd) in trees.items():
-            with tempfile.TemporaryDirectory(prefix="minikafka-latency-") as data:
-                proc, addr = start(python, cwd, data, args.pin)
-                try:
-                    samples = sorted(one_round(addr, args.cycles, args.rate))
-                finally:
-                    proc.terminate()
-                    proc.wait(10)
+    external = {}
+    for b in args.bootstrap:
+        name, _, hostport = b.rpartition("=")
+        host, _, port = hostport.rpartition(":")
+        external[name or hostport] = (host, int(port))
+    results: dict[str, list[tuple[float, float, float]]] = {t: [] for t in [*trees, *external]}
+    for n in range(args.rounds):
+        for tree in results:
+            if tree in external:
+                samples = sorted(one_round(external[tree], args.cycles, args.rate, f"latency-raw-{os.getpid()}-{n}"))
+            else:
+                python, cwd = trees[tree]
+                with tempfile.TemporaryDirectory(prefix="minikafka-latency-") as data:
+                    proc, addr = start(python, cwd, data, args.pin)
+                    try:
+                        samples = sorted(one_round(addr, args.cycles, args.rate))
+                    finally:
+                        proc.terminate()
+                        proc.wait(10)
             n = len(samples)
             row = (samples[n // 2] * 1e6, samples[int(n * 0.9)] * 1e6, samples[int(n * 0.99)] * 1e6)
             results[tree].append(row)

@@ -422,19 +422,27 @@ class KafkaConnection(asyncio.BufferedProtocol):
         kept: frames are handled one after the other, each handler's first step before the next
         frame is decoded."""
         waiters = self._waiters
+        held = False
         if waiters is not None:
             slot.woken = waiters.woken
+            # Long polls this request wakes (a Produce's appends) are resumed when its first
+            # step is over, all at once, here: no loop iteration between (server.LongPoll).
+            held = waiters.hold()
         run = self._run(slot, coro)
-        if _EAGER_TASKS:
-            task = asyncio.Task(run, loop=self.broker.loop, eager_start=True)
-            if task.done():
-                return
-        else:
-            try:
-                first = run.send(None)
-            except StopIteration:
-                return  # answered (or failed) inside _run
-            task = self.broker.loop.create_task(_Resumed(run, first))
+        try:
+            if _EAGER_TASKS:
+                task = asyncio.Task(run, loop=self.broker.loop, eager_start=True)
+                if task.done():
+                    return
+            else:
+                try:
+                    first = run.send(None)
+                except StopIteration:
+                    return  # answered (or failed) inside _run
+                task = self.broker.loop.create_task(_Resumed(run, first))
+        finally:
+            if held:
+                waiters.release()
         slot.woken = None  # it waited: whatever it woke is not this request's doing alone
         self._tasks.add(task)
         if self._broker_tasks is not None:
@@ -459,8 +467,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         if slot.woken is not None and slot.woken != self._waiters.woken:
             # Answered without waiting, and woke parked fetches (a Produce, as a rule): their
-            # answers, the latency that matters, go out first; this one follows in the same
-            # loop iteration (the fetches' wake-ups were scheduled before this call).
+            # answers, the latency that matters, go out first (resumed when _start releases
+            # them, or scheduled before this call); this one follows in the next loop step.
             self.broker.loop.call_soon(self._answer, slot, body)
         else:
             self._answer(slot, body)

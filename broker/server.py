@@ -10,6 +10,7 @@ Everything runs on the loop without locks (STYLE principle 7); long polls are fu
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib
 import logging
 from typing import Any, Callable, Iterable
@@ -27,6 +28,111 @@ def _resolve(fut: asyncio.Future) -> None:
         fut.set_result(None)
 
 
+_current_task = asyncio.current_task
+
+
+class LongPoll:
+    """What a long poll (``AppendWaiters.until``) waits on: a future whose waiting task is
+    resumed at once when it is resolved, not one loop iteration later.
+
+    An asyncio future hands its callbacks to ``loop.call_soon``, so a fetch woken by an append
+    ran only after the rest of the produce's ``data_received``, the loop's turn through its
+    other ready callbacks and a task step scheduled for it (issue 24's latency).  This one calls
+    them itself, right where it is resolved (or where ``AppendWaiters.release`` lets resolved
+    polls go), when no task is running; inside a running task (which another task cannot enter)
+    it schedules them as an asyncio future does.  Cancellation goes through the loop as usual.
+    It implements the part of the Future protocol that a Task uses for what it awaits
+    (``_asyncio_future_blocking``, ``get_loop``, ``add_done_callback``, ``result``, ``cancel``)."""
+
+    __slots__ = ("_loop", "_owner", "_callbacks", "_done", "_cancelled", "_cancel_message", "_result",
+                 "_asyncio_future_blocking")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, owner: "AppendWaiters") -> None:
+        self._loop = loop
+        self._owner = owner
+        self._callbacks: list = []
+        self._done = self._cancelled = False
+        self._cancel_message = None
+        self._result = None
+        self._asyncio_future_blocking = False
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def done(self) -> bool:
+        return self._done
+
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def result(self):
+        if self._cancelled:
+            raise asyncio.CancelledError() if self._cancel_message is None else asyncio.CancelledError(
+                self._cancel_message)
+        if not self._done:
+            raise asyncio.InvalidStateError("Result is not ready.")
+        return self._result
+
+    def exception(self):
+        self.result()
+        return None
+
+    def add_done_callback(self, fn, *, context=None) -> None:
+        if context is None:
+            context = contextvars.copy_context()
+        if self._done:
+            self._loop.call_soon(fn, self, context=context)
+        else:
+            self._callbacks.append((fn, context))
+
+    def remove_done_callback(self, fn) -> int:
+        kept = [(f, c) for f, c in self._callbacks if f != fn]
+        removed = len(self._callbacks) - len(kept)
+        self._callbacks = kept
+        return removed
+
+    def set_result(self, result) -> None:
+        if self._done:
+            raise asyncio.InvalidStateError("the long poll is already resolved")
+        self._done = True
+        self._result = result
+        self._owner._resolved(self)
+
+    def cancel(self, msg=None) -> bool:
+        if self._done:
+            return False
+        self._done = self._cancelled = True
+        self._cancel_message = msg
+        self._schedule()
+        return True
+
+    def _schedule(self) -> None:
+        callbacks, self._callbacks = self._callbacks, []
+        for fn, context in callbacks:
+            self._loop.call_soon(fn, self, context=context)
+
+    def _run_now(self) -> None:
+        callbacks, self._callbacks = self._callbacks, []
+        for fn, context in callbacks:
+            try:
+                context.run(fn, self)
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as exc:
+                self._loop.call_exception_handler({"message": "long poll wake-up failed", "exception": exc,
+                                                   "future": self})
+
+    def __await__(self):
+        if not self._done:
+            self._asyncio_future_blocking = True
+            yield self
+        if not self._done:
+            raise RuntimeError("await wasn't used with future")
+        return self.result()
+
+    __iter__ = __await__
+
+
 class AppendWaiters:
     """Futures waiting for an append to any of a set of (topic, partition) keys."""
 
@@ -35,6 +141,8 @@ class AppendWaiters:
         # Appends that woke at least one wait: a connection compares it before and after a
         # request to learn that the request woke fetches (broker/connection.py, _run).
         self.woken = 0
+        # Long polls resolved while a request is being handled (hold): resumed at its end.
+        self._held: list[LongPoll] | None = None
 
     def wait(self, keys: Iterable[tuple[str, int]], loop: asyncio.AbstractEventLoop) -> asyncio.Future:
         fut = loop.create_future()
@@ -52,8 +160,11 @@ class AppendWaiters:
 
     async def until(self, keys: Iterable[tuple[str, int]], loop: asyncio.AbstractEventLoop, timeout: float) -> None:
         """Wait until an append to one of ``keys`` (or a ``notify`` of one) or ``timeout`` seconds pass:
-        the long poll of Fetch and ShareFetch."""
-        fut = self.wait(keys, loop)
+        the long poll of Fetch and ShareFetch.  The waiting task goes on at once when woken
+        (``LongPoll``): inside ``notify``, or at the end of the request being handled (``hold``)."""
+        fut = LongPoll(loop, self)
+        for key in keys:
+            self._by_key.setdefault(key, set()).add(fut)
         timer = loop.call_later(timeout, _resolve, fut)
         try:
             await fut
@@ -68,6 +179,30 @@ class AppendWaiters:
             for fut in waiting:
                 if not fut.done():
                     fut.set_result(key)
+
+    def hold(self) -> bool:
+        """Keep long polls resolved from now on until ``release``: a connection holds them while
+        a request's handler takes its first step, so that a Produce to several partitions wakes
+        a fetch once, after all its appends (Kafka completes delayed fetches after the request's
+        appends, not between them).  False when already held (the outer holder releases)."""
+        if self._held is not None:
+            return False
+        self._held = []
+        return True
+
+    def release(self) -> None:
+        """Resume the long polls resolved since ``hold``, now (see ``LongPoll``)."""
+        held, self._held = self._held, None
+        for fut in held or ():
+            self._resolved(fut)
+
+    def _resolved(self, fut: LongPoll) -> None:
+        if self._held is not None:
+            self._held.append(fut)
+        elif _current_task(fut._loop) is None:
+            fut._run_now()
+        else:
+            fut._schedule()  # a task runs: another cannot be entered from inside it
 
     def __len__(self) -> int:
         return len(self._by_key)

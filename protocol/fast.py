@@ -157,6 +157,15 @@ def _fetch(version: int, correlation_id: int, body: dict) -> list:
                     chunks.append(out)
                     chunks.append(recs)
                     out = bytearray()
+            elif kind is list and len(recs) == 1 and type(recs[0]) is memoryview and recs[0].itemsize == 1 \
+                    and recs[0].ndim == 1 and recs[0].nbytes:
+                # One view of the log, a caught-up consumer's read: what _records writes for it.
+                view = recs[0]
+                size = view.nbytes
+                out += _uvb(size + 1) if flexible else _I32.pack(size)
+                chunks.append(out)
+                chunks.append(view)
+                out = bytearray()
             else:
                 out = _records(out, chunks, recs, flexible)
             if flexible:

@@ -248,6 +248,8 @@ def _scan_records_c(body, count: int, compact: bool, check_time: bool, base_ts: 
                                 f"Found invalid record structure: {error} of {count} records")
         raise BatchRejected(ErrorCode.INVALID_RECORD, f"Found invalid record structure: {error}",
                             [RecordError(where, error)])
+    if not keyless and not bad_time:
+        return (), max_delta  # the common case, without building and sorting empty lists
     errors = [(ErrorCode.INVALID_RECORD, RecordError(i, _KEYLESS)) for i in keyless]
     errors += [(ErrorCode.INVALID_TIMESTAMP, RecordError(i, _BAD_TIME)) for i in bad_time]
     errors.sort(key=lambda e: e[1].batch_index)

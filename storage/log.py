@@ -504,10 +504,13 @@ class PartitionLog:
         limit = leo if max_offset is None else min(max_offset, leo)
         if offset >= limit:
             return []
+        segments = self.segments
+        newest = segments[-1].read_newest(offset, max_bytes, limit, min_one)
+        if newest is not None:
+            return [newest]
         out: list[memoryview] = []
         taken = 0
         i = max(bisect_right(self._bases, offset) - 1, 0)
-        segments = self.segments
         while i < len(segments):
             seg = segments[i]
             pos = seg.find(offset)

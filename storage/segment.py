@@ -9,7 +9,10 @@ read (open, mmap, close, a page fault, and the old mapping's munmap when its las
 the largest single cost between a produce and the parked fetch it wakes (issue 24), so the bytes
 written since the mapping was made are read with ``pread`` instead, one piece per read that
 needed them, kept until the next remap: up to ``TAIL_MAX_BYTES`` in at most ``TAIL_MAX_PIECES``
-pieces, beyond which the next read remaps as before.  Every piece, like the mapping, starts and
+pieces, beyond which the next read remaps as before.  When the last read took everything
+written, the next write keeps a copy of its own bytes as such a piece, so the read of a fresh
+append by a caught-up consumer costs no system call at all (at most one piece per write that
+follows a read to the end, so a segment without readers keeps none).  Every piece, like the mapping, starts and
 ends on a batch boundary (a write is always whole batches), so no batch spans two buffers.  A mapped file is never shortened
 while the broker runs (only recovery, before anything is mapped, truncates), so a view can never
 fault.  Retention and compaction unlink or replace files; existing mappings keep the old inode.
@@ -38,7 +41,7 @@ _log = logging.getLogger("minikafka.storage")
 _TAIL_READ_MAX = 1 << 20  # load_trusted reads at most this much of a segment's unindexed tail
 # Bytes past the mapping read with pread rather than remapping (see the module docstring).
 TAIL_MAX_BYTES = 64 * 1024
-TAIL_MAX_PIECES = 32
+TAIL_MAX_PIECES = 256
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -91,6 +94,9 @@ class Segment:
         self._tail: list[bytes] = []
         self._tail_starts: list[int] = []
         self._tail_end = 0
+        # The last read took everything written (a consumer that keeps up): the next write
+        # keeps its own bytes as a tail piece, so the read that follows it needs no pread.
+        self._caught_up = False
         # Where a read may start scanning for an offset: (o, p) with every batch before position
         # p ending below offset o.  The newest batch, and the end of the last read (a consumer
         # that keeps up asks for exactly that next), so find() does not scan from the last
@@ -181,6 +187,15 @@ class Segment:
             raise
         self.size = pos
         self.unsynced = True
+        if self._caught_up:
+            # A reader is at the end and will want these bytes next (the parked fetch this
+            # append wakes): keep a copy as the tail piece _cover would pread.
+            self._caught_up = False
+            if (self._tail_end == start and self.fd is not None and pos - self._mapped <= TAIL_MAX_BYTES
+                    and len(self._tail) < TAIL_MAX_PIECES):
+                self._tail.append(bytes(data))
+                self._tail_starts.append(start)
+                self._tail_end = pos
 
     def note_batch(self, position: int, base_offset: int, next_offset: int, max_timestamp: int,
                    size: int, interval: int) -> None:
@@ -293,6 +308,26 @@ class Segment:
                 pos += length + LOG_OVERHEAD
         return None
 
+    def read_newest(self, offset: int, budget: int, max_offset: int, first: bool) -> memoryview | None:
+        """A view of the newest batch when it holds ``offset`` and the read takes it whole and
+        stops after it, else None (then ``find`` and ``collect``).  What ``collect`` would give
+        for that read, with the least work: this is the read of a consumer that keeps up."""
+        base, pos = self._appended_at
+        size = self.size
+        next_offset = self.next_offset
+        if not base <= offset < next_offset or max_offset < next_offset or pos >= size:
+            return None
+        n = size - pos
+        if n > budget and not first:
+            return None
+        self._cover()
+        buf, at, end = self._region(pos)
+        if end < size or _BASE_LEN_DELTA.unpack_from(buf, pos - at)[1] + LOG_OVERHEAD != n:
+            return None  # not exactly one batch up to the end: the general read decides
+        self._read_up_to = (next_offset, size)
+        self._caught_up = True
+        return memoryview(buf)[pos - at:n + pos - at]
+
     def collect(self, pos: int, budget: int, max_offset: int, out: list, first: bool) -> tuple[int, bool]:
         """Append views of whole batches from ``pos`` to ``out``.
 
@@ -332,6 +367,7 @@ class Segment:
                 next_offset = base + delta + 1
         if next_offset >= 0:
             self._read_up_to = (next_offset, pos)
+        self._caught_up = pos >= size
         while start < pos:
             buf, at, end = self._region(start)
             stop = end if end < pos else pos

@@ -107,7 +107,9 @@ def read_partitions(broker, body: dict) -> tuple[list, int, bool]:
             limit = min(p.get("partition_max_bytes", budget), budget - total)
             if offset < upper and (limit > 0 or first):
                 chunks = plog.read(offset, max(limit, 0), upper)
-                size = sum(len(c) for c in chunks)
+                size = 0
+                for c in chunks:
+                    size += len(c)
                 # Storage always returns the first batch whole (KIP-74); only the response's
                 # first batch may break the limits.
                 if size and (first or size <= limit):

@@ -239,12 +239,25 @@ def _has_transactional_records(topics: list) -> bool:
     return False
 
 
+_AUTHORIZER = None
+
+
+def _authorizer():
+    """broker.security.authorizer, imported on first use (not at start-up) and kept: an import
+    statement per produce costs more than the rest of the common case's checks."""
+    global _AUTHORIZER
+    if _AUTHORIZER is None:
+        from minikafka.broker.security import authorizer
+
+        _AUTHORIZER = authorizer
+    return _AUTHORIZER
+
+
 def authorize_produce(ctx, body: dict) -> list:
     """Kafka's Produce checks: transactional batches need WRITE on the request's transactional id
     (none, or denied: every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then WRITE per
     topic (TOPIC_AUTHORIZATION_FAILED)."""
-    from minikafka.broker.security import authorizer as az
-
+    az = _authorizer()
     topics = body.get("topic_data") or []
     if _transactional_id_denied(ctx, body):
         denied, body["topic_data"] = topics, []
@@ -265,10 +278,9 @@ FIRST_TOPIC_ID_VERSION = 13
 def _transactional_id_denied(ctx, body: dict) -> bool:
     """Transactional batches need a transactional id, and with an authorizer WRITE on it; Kafka 4.2
     refuses them otherwise, with or without an authorizer (KafkaApis checks it first)."""
-    from minikafka.broker.security import authorizer as az
-
     if not _has_transactional_records(body.get("topic_data") or []):
         return False
+    az = _authorizer()
     txn = body.get("transactional_id")
     return txn is None or (az.enabled(ctx.broker) and not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, txn))
 

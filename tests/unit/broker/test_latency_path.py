@@ -1,6 +1,7 @@
 """Issue 24's latency path: handlers run at once (a task only for those that wait), a produce that
-wakes a parked fetch is answered after it, Produce validation rules kept per topic until a setting
-they depend on changes."""
+wakes a parked fetch is answered after it, a long poll woken by a request is resumed at the end of
+that request's first step (no loop iteration), Produce validation rules kept per topic until a
+setting they depend on changes."""
 
 import asyncio
 import json
@@ -192,6 +193,100 @@ async def test_a_produce_that_wakes_a_parked_fetch_is_answered_after_the_fetch()
     # a request that wakes nothing is answered at once
     producer.data_received(frame(k=3, c=2))
     assert log[-1] == ("producer", {"c": 2, "body": {"other": True}})
+
+
+# -- long polls resumed without a loop iteration (server.LongPoll) ------------------------------
+
+
+def _in_a_callback(fn):
+    """Run ``fn`` from a loop callback, as uvloop calls data_received (no task running); its result."""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    loop.call_soon(lambda: done.set_result(fn()))
+    return done
+
+
+def _long_poll_broker(state):
+    async def fetch(ctx, body):
+        await waiters.until(body.get("keys") and [tuple(k) for k in body["keys"]] or [("t", 0)],
+                            asyncio.get_running_loop(), body.get("wait", 5.0))
+        return {"seen": list(state)}
+
+    async def produce_(ctx, body):
+        for key in body.get("keys") or [["t", 0]]:
+            state.append(key)
+            waiters.notify(tuple(key))
+        return {"produced": True}
+
+    broker = MiniBroker({1: fetch, 0: produce_})
+    waiters = broker.append_waiters
+    return broker, waiters
+
+
+async def test_a_long_poll_woken_by_a_produce_is_answered_before_its_data_received_returns():
+    state = []
+    broker, waiters = _long_poll_broker(state)
+    log = []
+    consumer = connect(broker, "consumer", log)
+    producer = connect(broker, "producer", log)
+    await _in_a_callback(lambda: consumer.data_received(frame(k=1, c=1)))
+    await asyncio.sleep(0)  # the parked fetch's task takes its first step
+    assert waiters.waiting() == 1
+    seen = await _in_a_callback(lambda: producer.data_received(frame(k=0, c=1)) or list(log))
+    # the fetch's answer was written inside the produce's data_received; the produce's follows
+    assert seen == [("consumer", {"c": 1, "body": {"seen": [["t", 0]]}})]
+    await asyncio.sleep(0)
+    assert [name for name, _ in log] == ["consumer", "producer"]
+    assert not consumer._tasks and len(waiters) == 0
+
+
+async def test_a_produce_to_two_partitions_wakes_the_fetch_once_after_both_appends():
+    state = []
+    broker, waiters = _long_poll_broker(state)
+    log = []
+    consumer = connect(broker, "consumer", log)
+    producer = connect(broker, "producer", log)
+    keys = [["t", 0], ["t", 1]]
+    await _in_a_callback(lambda: consumer.data_received(frame(k=1, c=1, keys=keys)))
+    await asyncio.sleep(0)
+    await _in_a_callback(lambda: producer.data_received(frame(k=0, c=1, keys=keys)))
+    # as Kafka completes delayed fetches after the request's appends: both appends seen
+    assert log[0] == ("consumer", {"c": 1, "body": {"seen": keys}})
+
+
+async def test_a_long_poll_resolved_inside_a_running_task_resumes_through_the_loop():
+    loop = asyncio.get_running_loop()
+    waiters = AppendWaiters()
+    resumed = []
+
+    async def poll():
+        await waiters.until([("t", 0)], loop, 5.0)
+        resumed.append(True)
+
+    task = loop.create_task(poll())
+    await asyncio.sleep(0)
+    waiters.notify(("t", 0))  # from this test's own task: the poll's task cannot be entered now
+    assert resumed == []
+    await task
+    assert resumed == [True] and len(waiters) == 0
+
+
+async def test_a_long_poll_times_out_and_is_cancelled_as_a_future_wait_is():
+    loop = asyncio.get_running_loop()
+    waiters = AppendWaiters()
+    started = loop.time()
+    await waiters.until([("t", 0)], loop, 0.01)  # nothing appended: back after the timeout
+    assert loop.time() - started >= 0.005 and len(waiters) == 0
+    task = loop.create_task(waiters.until([("t", 0), ("t", 1)], loop, 5.0))
+    await asyncio.sleep(0)
+    assert waiters.waiting() == 1
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    assert task.cancelled() and len(waiters) == 0
+    waiters.notify(("t", 0))  # nobody waiting any more: nothing happens
 
 
 # -- Produce validation rules --------------------------------------------------------------------

@@ -17,9 +17,15 @@ def joined(chunks) -> bytes:
 
 def fetch_body(rng: random.Random, version: int, n_topics: int = 2, n_parts: int = 3) -> dict:
     def records():
-        kind = rng.randrange(4)
+        kind = rng.randrange(7)
         if kind == 0:
             return b""
+        if kind == 4:  # one view of the log: a caught-up consumer's read (its own fast path)
+            return [memoryview(bytearray(rng.randrange(256) for _ in range(rng.randint(1, 300))))]
+        if kind == 5:  # one view whose items are not bytes
+            return [memoryview(bytearray(rng.randrange(256) for _ in range(4 * rng.randint(1, 30)))).cast("I")]
+        if kind == 6:
+            return [memoryview(b"")]
         if kind == 1:
             return bytes(rng.randrange(256) for _ in range(rng.randint(1, 300)))
         if kind == 2:

@@ -107,3 +107,55 @@ def test_pieces_survive_a_roll_and_a_reopen(tmp_path, reopen):
         log = PartitionLog(str(tmp_path), {"segment.bytes": 2000})
     assert _joined(log.read(0, 1 << 30)) == _joined(_mapped_read(log, 0, 1 << 30, log.log_end_offset))
     log.close()
+
+
+def test_an_append_after_a_read_to_the_end_is_read_without_a_system_call(tmp_path, monkeypatch):
+    log = PartitionLog(str(tmp_path), {})
+    log.append(batch(1))
+    log.read(0, 1 << 20)  # a consumer at the end
+    preads = []
+    real = segment.os.pread
+    monkeypatch.setattr(segment.os, "pread", lambda *a: preads.append(a) or real(*a))
+    for i in range(1, 10):
+        written = batch(2, value=b"w" * (i * 10))
+        log.append(written)
+        (view,) = log.read(2 * i - 1, 1 << 20)
+        assert bytes(view)[12:] == bytes(written)[12:]  # the same batch (its base offset set on append)
+        assert bytes(view)[:8] == (2 * i - 1).to_bytes(8, "big")
+    assert preads == []
+    log.close()
+
+
+def test_a_segment_without_readers_keeps_no_copies_of_its_writes(tmp_path):
+    log = PartitionLog(str(tmp_path), {})
+    log.append(batch(1))
+    log.read(0, 1 << 20)
+    for _ in range(50):
+        log.append(batch(1, value=b"x" * 500))
+    seg = log.active
+    assert len(seg._tail) <= 2  # the first read's piece and the one write right after it
+    assert sum(len(p) for p in seg._tail) < 2000
+    log.close()
+
+
+@pytest.mark.parametrize("records", [1, 3])
+@pytest.mark.parametrize("min_one", [True, False])
+def test_the_newest_batch_shortcut_reads_what_the_general_read_does(tmp_path, monkeypatch, records, min_one):
+    log = PartitionLog(str(tmp_path), {})
+    for _ in range(3):
+        log.append(batch(records, value=b"y" * 50))
+    leo = log.log_end_offset
+    size = log.active.size - log.active._appended_at[1]
+    cases = [(offset, max_bytes, max_offset)
+             for offset in range(leo - records - 1, leo)
+             for max_bytes in (1, size - 1, size, size + 1, 1 << 20)
+             for max_offset in (leo - 1, leo)]
+    for offset, max_bytes, max_offset in cases:
+        if offset >= max_offset:
+            continue
+        got = log.read(offset, max_bytes, max_offset, min_one=min_one)
+        with monkeypatch.context() as m:
+            m.setattr(segment.Segment, "read_newest", lambda *a: None)
+            want = log.read(offset, max_bytes, max_offset, min_one=min_one)
+        assert _joined(got) == _joined(want), (offset, max_bytes, max_offset)
+    log.close()
