@@ -234,6 +234,9 @@ class TlsServer:
                 log.warning("accept on listener %s failed: %s", self.listener.name, exc)
                 await asyncio.sleep(0.1)
                 continue
+            if self._worker is not None:  # the listener's TLS thread does the handshake and the rest
+                self._worker.add(conn, address)
+                continue
             task = self.loop.create_task(self._handshake(conn, address))
             self._handshakes.add(task)
             task.add_done_callback(self._handshakes.discard)
