@@ -19,6 +19,7 @@ only StoredKey/ServerKey, so its own cost does not depend on iterations).
     .venv/bin/python bench/security.py --runs 1 --count 20000          # quick look
     .venv/bin/python bench/security.py --runs 1 --samples 0 --broker-python /tmp/perf-base/.venv/bin/python
     .venv/bin/python bench/security.py --runs 3 --samples 0 --listeners PLAINTEXT,SSL --tls-path loop
+    .venv/bin/python bench/security.py --runs 3 --samples 0 --listeners PLAINTEXT,SSL --data-dir-parent /dev/shm
 
 ``--tls-path loop`` runs the broker with ``TlsServer.offload = False`` (TLS in the event loop's
 SSL protocol) and ``--tls-path thread`` with it True (the listener's TLS thread); without it the
@@ -174,10 +175,13 @@ def main() -> None:
     parser.add_argument("--listeners", default="PLAINTEXT,SSL,SASL_SSL",
                         help="which listeners to measure, PLAINTEXT first (default all three)")
     parser.add_argument("--json", help="append this invocation's per-round figures to this file (one JSON line)")
+    parser.add_argument("--data-dir-parent", help="where the broker's data directory goes (default: the "
+                        "system's temp dir); /dev/shm keeps disk write-back, which varies from run to run "
+                        "on a shared machine, out of the figures")
     args = parser.parse_args()
     from minikafka.broker.security.certs import generate
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=args.data_dir_parent) as tmp:
         workdir = Path(tmp)
         certs = workdir / "certs"
         generate(certs, ["127.0.0.1", "localhost"], [])
@@ -231,6 +235,7 @@ def main() -> None:
                     this[name] = (p, c)
                     results[name]["produce"].append(p)
                     results[name]["consume"].append(c)
+                    admin.delete_topics([topic])[topic].result(10)  # its segments go: memory stays flat
                 for name, _ in listeners:
                     ratios[name]["produce"].append(this[name][0] / this["PLAINTEXT"][0])
                     ratios[name]["consume"].append(this[name][1] / this["PLAINTEXT"][1])
