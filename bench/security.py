@@ -8,7 +8,8 @@ PLAINTEXT of the same round, and the broker's CPU time (user + system, /proc) pe
 the producing client's (this process with librdkafka's threads: on a small machine the client's
 own encryption competes with the broker for the same cores).  Consume is timed from the
 consumer's first record to its last (connection set-up, which varies by hundreds of milliseconds
-from one consumer to the next, is timed apart by the set-up table) (librdkafka fetches ahead; the queue limits are raised so
+from one consumer to the next, is timed apart by the set-up table), and the consumer's fetcher
+is not held back by its local queue (``fetch.queue.backoff.ms``) (librdkafka fetches ahead; the queue limits are raised so
 the fetcher is not held back by the application).
 Set-up time: a fresh client's first Metadata answer (TCP + TLS
 handshake + SASL exchange + ApiVersions + Metadata), median of SAMPLES, per mechanism; SCRAM is
@@ -135,8 +136,12 @@ def produce(conf: dict, topic: str, count: int, size: int) -> float:
 
 
 def consume(conf: dict, topic: str, count: int, size: int) -> float:
+    # fetch.queue.backoff.ms: librdkafka (>= 2.2) stops fetching for 1 s by default once
+    # queued.min.messages (100 000) are queued locally, which the faster listener hits: a PLAINTEXT
+    # round then waited a second or two and SSL looked faster than PLAINTEXT.
     consumer = Consumer({**conf, "group.id": "bench", "enable.auto.commit": False,
-                         "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760})
+                         "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760,
+                         "fetch.queue.backoff.ms": 1})
     consumer.assign([TopicPartition(topic, 0, 0)])
     seen = 0
     t0 = None
@@ -203,7 +208,7 @@ def main() -> None:
             assert listeners[0][0] == "PLAINTEXT", "the ratios need PLAINTEXT, first in --listeners"
             results = {name: {"produce": [], "consume": [], "produce_cpu": [], "consume_cpu": [],
                               "produce_cpu_threads": [], "consume_cpu_threads": [],
-                              "produce_client_cpu": []} for name, _ in listeners}
+                              "produce_client_cpu": [], "consume_client_cpu": []} for name, _ in listeners}
             ratios = {name: {"produce": [], "consume": []} for name, _ in listeners}
             for name, mech in listeners:  # warm-up, not counted: first connections, imports, page cache
                 topic = f"warmup-{name.lower()}"
@@ -228,6 +233,7 @@ def main() -> None:
                     results[name]["produce_client_cpu"].append((client1 - client0) * 1000 / mb)
                     c = consume(conf, topic, args.count, args.size)
                     cpu2, thr2 = broker_cpu_s(proc.pid), broker_other_threads_cpu_s(proc.pid)
+                    results[name]["consume_client_cpu"].append((client_cpu_s() - client1) * 1000 / mb)
                     results[name]["produce_cpu"].append((cpu1 - cpu0) * 1000 / mb)
                     results[name]["consume_cpu"].append((cpu2 - cpu1) * 1000 / mb)
                     results[name]["produce_cpu_threads"].append((thr1 - thr0) * 1000 / mb)
@@ -244,8 +250,9 @@ def main() -> None:
                   f"broker {args.broker_python or 'this tree'}, TLS path {args.tls_path or 'as configured'}, "
                   f"load {os.getloadavg()[0]:.2f}")
             print("| listener | produce MB/s | consume MB/s | produce vs PLAINTEXT | consume vs PLAINTEXT "
-                  "| broker CPU ms/MB produce (other threads) | consume (other threads) | client CPU ms/MB produce |")
-            print("|---|---|---|---|---|---|---|---|")
+                  "| broker CPU ms/MB produce (other threads) | consume (other threads) | client CPU ms/MB produce "
+                  "| consume |")
+            print("|---|---|---|---|---|---|---|---|---|")
             med = statistics.median
             for name, _ in listeners:
                 r, q = results[name], ratios[name]
@@ -253,7 +260,7 @@ def main() -> None:
                       f"{med(q['produce']):.0%} | {med(q['consume']):.0%} | "
                       f"{med(r['produce_cpu']):.2f} ({med(r['produce_cpu_threads']):.2f}) | "
                       f"{med(r['consume_cpu']):.2f} ({med(r['consume_cpu_threads']):.2f}) | "
-                      f"{med(r['produce_client_cpu']):.2f} |")
+                      f"{med(r['produce_client_cpu']):.2f} | {med(r['consume_client_cpu']):.2f} |")
             for kind in ("produce", "consume"):
                 print(f"per-round {kind} ratios:", {n: [f"{x:.0%}" for x in ratios[n][kind]] for n, _ in listeners})
             if args.json:
