@@ -6,7 +6,8 @@ anyway (decryption ~0.45, Python calls and copies ~0.6: bench/RESULTS.md, tls2).
 thread owns its sockets under a selector and runs OpenSSL through memory BIOs (``ssl.SSLObject``):
 one ``recv_into`` of up to 256 KiB of ciphertext per socket read (an ``SSLSocket`` reads each
 16 KiB record with two ``read`` calls of its own), decryption record by record into a reused
-buffer, and encryption of a whole response into one ciphertext buffer sent with one ``send``.
+buffer, and encryption of what the connection writes in steps of 256 KiB (whole records), each sent with
+one ``send`` once the socket has taken the step before.
 OpenSSL runs with the GIL released, beside the loop's work on the other core.  The loop sees a
 plain ``asyncio.Transport`` (``ThreadTlsTransport``): decrypted bytes arrive in batches of up to
 ``READ_BYTES`` (``data_received``, by ``call_soon_threadsafe``; the protocol reads them during
@@ -42,6 +43,11 @@ log = logging.getLogger("minikafka.tls")
 READ_BYTES = 256 * 1024  # ciphertext per socket read, and decrypted bytes per delivery, at most
 HANDSHAKE_TIMEOUT_S = 10.0
 _WRITE_HIGH = 4 * 1024 * 1024
+# Plaintext encrypted per step, when the socket has taken the previous step's ciphertext: a 10 MB
+# Fetch answer is not encrypted into memory all at once (OpenSSL's memory BIO would grow, and
+# copy and clear itself, along the way), and a step is whole 16 KiB records.
+ENCRYPT_BYTES = 256 * 1024
+_RECORD = 16 * 1024
 _AHEAD = 8  # decrypted buffers of one connection handed to the loop and not yet read by it, at most
 _POOL = 16  # read buffers kept for reuse per listener
 
@@ -73,7 +79,7 @@ class _PeerInfo:
 class _Conn:
     """A connection as the TLS thread sees it."""
 
-    __slots__ = ("sock", "tls", "incoming", "outgoing", "peer", "transport", "out", "events", "deadline",
+    __slots__ = ("sock", "tls", "incoming", "outgoing", "peer", "transport", "plain", "out", "events", "deadline",
                  "open", "reading", "closing", "sent_total", "delivered", "stalled")
 
     def __init__(self, sock: socket.socket, tls: ssl.SSLObject, incoming, outgoing, peer: str) -> None:
@@ -83,6 +89,7 @@ class _Conn:
         self.outgoing = outgoing  # ssl.MemoryBIO: ciphertext to send
         self.peer = peer
         self.transport: ThreadTlsTransport | None = None
+        self.plain: collections.deque = collections.deque()  # written by the loop, not yet encrypted
         # Ciphertext not yet sent: [bytes or memoryview, plaintext bytes it carries] pairs.
         self.out: collections.deque = collections.deque()
         self.events = 0
@@ -326,7 +333,7 @@ class TlsWorker:
         events = 0
         if conn.reading and not conn.stalled or not conn.open:
             events |= selectors.EVENT_READ
-        if conn.out:
+        if conn.out or conn.plain:
             events |= selectors.EVENT_WRITE
         self._want(conn, events)
 
@@ -504,21 +511,44 @@ class TlsWorker:
     def send(self, conn: _Conn, views: list, size: int) -> None:
         if conn not in self._conns:
             return
+        conn.plain.extend(views)
+        if not conn.out:  # else the socket is busy: its next writable event goes on
+            self._flush(conn)
+
+    def _encrypt(self, conn: _Conn) -> bool:
+        """Encrypt about ENCRYPT_BYTES of the queued plaintext into one piece of ciphertext (False:
+        the connection failed and is dropped)."""
+        plain = conn.plain
         write = conn.tls.write
+        size = 0
         try:
-            for chunk in views:
-                write(chunk)  # the whole chunk, as records, into the outgoing BIO
+            while plain and size < ENCRYPT_BYTES:
+                chunk = plain[0]
+                n = len(chunk)
+                take = max((ENCRYPT_BYTES - size) // _RECORD * _RECORD, _RECORD)
+                if n > take:  # a large chunk goes in whole records, a step at a time
+                    view = chunk if isinstance(chunk, memoryview) else memoryview(chunk)
+                    write(view[:take])
+                    plain[0] = view[take:]
+                    size += take
+                else:
+                    write(chunk)
+                    plain.popleft()
+                    size += n
         except (OSError, ValueError) as exc:
             self.drop(conn, exc)
-            return
+            return False
         self._queue_outgoing(conn, size)
-        self._flush(conn)
+        return True
 
     def _flush(self, conn: _Conn) -> None:
         out = conn.out
         sock = conn.sock
         sent = 0
-        while out:
+        while True:
+            if not out:
+                if not conn.plain or not conn.open or not self._encrypt(conn):
+                    break
             item = out[0]
             chunk = item[0]
             try:
@@ -536,12 +566,14 @@ class TlsWorker:
                 break
             out.popleft()
             sent += item[1]
+        if conn not in self._conns:
+            return
         if sent:
             conn.sent_total += sent
             transport = conn.transport
             if transport is not None and transport._paused_writing:
                 self.loop.call_soon_threadsafe(transport._maybe_resume_writing)
-        if not out and conn.closing:
+        if not out and not conn.plain and conn.closing:
             self._close_notify(conn)
             self.drop(conn, None)
             return
@@ -579,7 +611,7 @@ class TlsWorker:
         if conn not in self._conns:
             return
         conn.closing = True
-        if not conn.out:
+        if not conn.out and not conn.plain:
             self._close_notify(conn)
             self.drop(conn, None)
 
@@ -608,6 +640,7 @@ class TlsWorker:
                 pass
             conn.events = 0
         conn.out.clear()
+        conn.plain.clear()
         try:
             conn.sock.close()
         except OSError:
