@@ -21,6 +21,7 @@ only StoredKey/ServerKey, so its own cost does not depend on iterations).
     .venv/bin/python bench/security.py --runs 1 --samples 0 --broker-python /tmp/perf-base/.venv/bin/python
     .venv/bin/python bench/security.py --runs 3 --samples 0 --listeners PLAINTEXT,SSL --tls-path loop
     .venv/bin/python bench/security.py --runs 3 --samples 0 --listeners PLAINTEXT,SSL --data-dir-parent /dev/shm
+    .venv/bin/python bench/security.py --runs 6 --samples 0 --listeners PLAINTEXT,SSL,SSL_LOOP --tls-path both
 
 ``--tls-path loop`` runs the broker with ``TlsServer.offload = False`` (TLS in the event loop's
 SSL protocol) and ``--tls-path thread`` with it True (the listener's TLS thread); without it the
@@ -59,11 +60,17 @@ def start_broker(workdir: Path, certs: Path, python: str | None = None, tls_path
     }
     python = python or str(ROOT / ".venv/bin/python")
     cwd = Path(python).absolute().parents[2]  # <tree>/.venv/bin/python: run from its own tree
+    if tls_path == "both":  # one more SSL listener, SSL_LOOP, served on the loop; SSL on the thread
+        settings["listeners"] += ",SSL_LOOP://127.0.0.1:0"
+        settings["listener.security.protocol.map"] = (
+            "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL_LOOP:SSL")
     if tls_path is None:
         cmd = [python, "-m", "minikafka"]
     else:  # the same CLI, with the TLS path chosen first
+        choice = ("TlsServer.offload = property(lambda self: self.listener.name != 'SSL_LOOP')"
+                  if tls_path == "both" else f"TlsServer.offload = {tls_path == 'thread'}")
         cmd = [python, "-c", "import sys; from minikafka.broker.security.tls import TlsServer; "
-               f"TlsServer.offload = {tls_path == 'thread'}; from minikafka.broker.cli import main; "
+               f"{choice}; from minikafka.broker.cli import main; "
                "sys.argv[0] = 'minikafka'; raise SystemExit(main())"]
     cmd += ["serve", "--data-dir", str(workdir / "data"), "--log-level", "WARNING"]
     for k, v in settings.items():
@@ -84,8 +91,8 @@ def start_broker(workdir: Path, certs: Path, python: str | None = None, tls_path
 def client_conf(listener: str, port: int, certs: Path, mechanism: str = "PLAIN", user="alice",
                 password="alice-secret") -> dict:
     conf = {"bootstrap.servers": f"127.0.0.1:{port}"}
-    if listener in ("SSL", "SASL_SSL"):
-        conf.update({"security.protocol": listener, "ssl.ca.location": str(certs / "ca.pem")})
+    if listener in ("SSL", "SASL_SSL", "SSL_LOOP"):
+        conf.update({"security.protocol": listener.replace("_LOOP", ""), "ssl.ca.location": str(certs / "ca.pem")})
     if listener.startswith("SASL"):
         conf.update({"security.protocol": listener, "sasl.mechanisms": mechanism, "sasl.username": user,
                      "sasl.password": password})
@@ -175,8 +182,10 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--samples", type=int, default=15, help="0: no connection set-up table")
     parser.add_argument("--broker-python", help="run another checkout's broker (<tree>/.venv/bin/python)")
-    parser.add_argument("--tls-path", choices=("loop", "thread"),
-                        help="TLS on the event loop (TlsServer.offload=False) or on the listener's thread")
+    parser.add_argument("--tls-path", choices=("loop", "thread", "both"),
+                        help="TLS on the event loop (TlsServer.offload=False) or on the listener's thread; "
+                        "both: SSL on the thread and one more listener, SSL_LOOP, on the loop (measure "
+                        "--listeners PLAINTEXT,SSL,SSL_LOOP: the two paths side by side in each round)")
     parser.add_argument("--listeners", default="PLAINTEXT,SSL,SASL_SSL",
                         help="which listeners to measure, PLAINTEXT first (default all three)")
     parser.add_argument("--json", help="append this invocation's per-round figures to this file (one JSON line)")
@@ -203,7 +212,7 @@ def main() -> None:
                     UserScramCredentialUpsertion("s4096", ScramMechanism.SCRAM_SHA_256, "pw", iterations=4096)):
                 kadmin.alter_user_scram_credentials([upsertion])
             kadmin.close()
-            mechanisms = {"PLAINTEXT": "PLAIN", "SSL": "PLAIN", "SASL_SSL": "SCRAM-SHA-512"}
+            mechanisms = {"PLAINTEXT": "PLAIN", "SSL": "PLAIN", "SASL_SSL": "SCRAM-SHA-512", "SSL_LOOP": "PLAIN"}
             listeners = [(name, mechanisms[name]) for name in args.listeners.split(",")]
             assert listeners[0][0] == "PLAINTEXT", "the ratios need PLAINTEXT, first in --listeners"
             results = {name: {"produce": [], "consume": [], "produce_cpu": [], "consume_cpu": [],
