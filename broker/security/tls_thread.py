@@ -1,9 +1,9 @@
 """TLS off the event loop: one thread per TLS listener does its connections' handshakes,
-encryption, decryption and socket I/O (issue 24).
+encryption, decryption and socket I/O (issue 24; used when ``TlsServer.offload`` is True).
 
-On the loop, TLS costs the broker's one thread about 1 ms per MB produced on top of what it does
-anyway (decryption ~0.45, Python calls and copies ~0.6: bench/RESULTS.md, tls2).  Here a listener's
-thread owns its sockets under a selector and runs OpenSSL through memory BIOs (``ssl.SSLObject``):
+On the loop, TLS costs the broker's one thread about 1.1 ms per MB produced and 0.6 ms per MB
+consumed on top of what it does anyway (bench/RESULTS.md, "tls2").  Here a listener's thread owns
+its sockets under a selector and runs OpenSSL through memory BIOs (``ssl.SSLObject``):
 one ``recv_into`` of up to 256 KiB of ciphertext per socket read (an ``SSLSocket`` reads each
 16 KiB record with two ``read`` calls of its own), decryption record by record into a reused
 buffer, and encryption of what the connection writes in steps of 256 KiB (whole records), each sent with
@@ -21,6 +21,13 @@ requires one); a mutual-TLS client's certificate becomes its principal (``get_ex
 exchange over the decrypted stream as before; flow control in both directions (``pause_reading``
 stops the thread reading that socket, and bytes not yet sent beyond the high-water mark call the
 protocol's ``pause_writing``).
+
+Cost (bench/RESULTS.md, "tls2"): the loop's own work per MB produced over TLS falls below
+PLAINTEXT's (0.8 against 1.9 ms/MB on the loop's path), but the thread spends 1.2 ms/MB: OpenSSL
+~0.5, and per 16 KiB record one ``SSLObject.read`` that drops and retakes the GIL the loop is
+holding, plus the copies into and out of the memory BIOs.  In all it costs what the loop's path
+costs, so it is faster only where a core is free for it; on a 2-core machine that also runs the
+clients it was 6-11% slower, and ``TlsServer.offload`` is off by default.
 
 Threads: each connection's SSL object is used by the listener's thread only; the loop and the
 thread talk through a queue of calls (``TlsWorker.call``, woken through a socket pair) one way
@@ -244,8 +251,7 @@ class TlsWorker:
         self._conns: set[_Conn] = set()
         self._handshaking = 0
         self._stopping = False
-        self._cipher_in = bytearray(READ_BYTES)  # the thread's socket reads land here
-        self._cipher_view = memoryview(self._cipher_in)
+        self._cipher_view: memoryview | None = None  # the thread's socket reads land here
         self._pool: collections.deque = collections.deque()  # decrypted-data buffers to reuse
         self._thread = threading.Thread(target=self._run, name=f"minikafka-tls-{listener.name}", daemon=True)
         self._thread.start()
@@ -362,6 +368,8 @@ class TlsWorker:
             sock.close()
             return
         conn = _Conn(sock, tls, incoming, outgoing, peer)
+        if self._cipher_view is None:  # at the first connection: an idle listener holds no buffer
+            self._cipher_view = memoryview(bytearray(READ_BYTES))
         self._conns.add(conn)
         self._handshaking += 1
         self._update_events(conn)
