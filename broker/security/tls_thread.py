@@ -307,6 +307,13 @@ class TlsWorker:
             self._wake_r.close()
             self._wake_w.close()
 
+    def _tell(self, fn, *args) -> None:
+        """Run ``fn(*args)`` on the loop."""
+        try:
+            self.loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # the loop is closed (the broker stopped): nobody to tell
+            pass
+
     def _drain_wakeups(self) -> None:
         try:
             while self._wake_r.recv(4096):
@@ -409,7 +416,7 @@ class TlsWorker:
         # Made here, so that whatever the thread tells the loop about this connection later
         # (data, loss) finds it; the loop gives it its protocol first (calls keep their order).
         conn.transport = ThreadTlsTransport(self, conn, None, extra)
-        self.loop.call_soon_threadsafe(self._made, conn.transport)
+        self._tell(self._made, conn.transport)
         # TLS 1.3's session tickets, and whatever the client sent after its Finished.
         self._queue_outgoing(conn, 0)
         self._decrypt(conn)
@@ -500,7 +507,7 @@ class TlsWorker:
                     got += k
             if got:
                 conn.delivered += 1
-                self.loop.call_soon_threadsafe(transport._data, buf, got)
+                self._tell(transport._data, buf, got)
             else:
                 self.give_back(buf)
             if eof is not None:
@@ -580,7 +587,7 @@ class TlsWorker:
             conn.sent_total += sent
             transport = conn.transport
             if transport is not None and transport._paused_writing:
-                self.loop.call_soon_threadsafe(transport._maybe_resume_writing)
+                self._tell(transport._maybe_resume_writing)
         if not out and not conn.plain and conn.closing:
             self._close_notify(conn)
             self.drop(conn, None)
@@ -630,10 +637,7 @@ class TlsWorker:
         self._forget(conn)
         transport = conn.transport
         if transport is not None:
-            try:
-                self.loop.call_soon_threadsafe(transport._connection_lost, exc)
-            except RuntimeError:  # the loop is closed: nobody to tell
-                pass
+            self._tell(transport._connection_lost, exc)
 
     def _forget(self, conn: _Conn) -> None:
         if conn not in self._conns:
