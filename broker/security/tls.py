@@ -23,8 +23,9 @@ run in the loop's SSL protocol (uvloop's), or, with ``TlsServer.offload = True``
 the listener's own (broker/security/tls_thread.py), which does the handshake and all of the
 connection's encryption and socket I/O off the event loop.  Measured side by side on a 2-core
 machine that also runs the clients (bench/RESULTS.md, "tls2"), the thread moves ~1.2 ms per MB
-produced off the loop but costs as much CPU in all and was 6-11% slower, so the loop's path is
-the default; the thread is for a machine whose loop, not its cores, is the limit.
+produced off the loop but costs as much CPU in all: it was no faster for produce and 15% slower
+for consume, so the loop's path is the default; the thread is for a machine whose loop, not its
+cores, is the limit.
 """
 
 from __future__ import annotations

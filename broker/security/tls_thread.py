@@ -27,7 +27,8 @@ PLAINTEXT's (0.8 against 1.9 ms/MB on the loop's path), but the thread spends 1.
 ~0.5, and per 16 KiB record one ``SSLObject.read`` that drops and retakes the GIL the loop is
 holding, plus the copies into and out of the memory BIOs.  In all it costs what the loop's path
 costs, so it is faster only where a core is free for it; on a 2-core machine that also runs the
-clients it was 6-11% slower, and ``TlsServer.offload`` is off by default.
+clients it was no faster for produce and 15% slower for consume, and ``TlsServer.offload`` is off
+by default.
 
 Threads: each connection's SSL object is used by the listener's thread only; the loop and the
 thread talk through a queue of calls (``TlsWorker.call``, woken through a socket pair) one way
