@@ -18,10 +18,14 @@ Settings (each may be prefixed ``listener.name.<listener>.``, as in Kafka):
 Handshake: the listener accepts sockets itself instead of handing the SSLContext to
 ``create_server``, because asyncio drops a failed handshake (a plaintext client on a TLS port,
 garbage, an untrusted client certificate) without telling anyone; here each failure closes that
-one connection with a log line naming the peer.  Since issue 24 the accepted socket goes to the
-listener's TLS thread (broker/security/tls_thread.py), which does the handshake and all of the
-connection's encryption and socket I/O off the event loop; ``TlsServer.offload = False`` keeps
-the earlier path (``loop.connect_accepted_socket`` with the SSLContext, TLS on the loop).
+one connection with a log line naming the peer.  The handshake and the connection's encryption
+run in the loop's SSL protocol (uvloop's), or, with ``TlsServer.offload = True``, on a thread of
+the listener's own (broker/security/tls_thread.py), which does the handshake and all of the
+connection's encryption and socket I/O off the event loop.  Measured side by side on a 2-core
+machine that also runs the clients (bench/RESULTS.md, "tls2"), the thread moves ~1.2 ms per MB
+produced off the loop but costs as much CPU in all: it was no faster for produce and 15% slower
+for consume, so the loop's path is the default; the thread is for a machine whose loop, not its
+cores, is the limit.
 """
 
 from __future__ import annotations
@@ -185,14 +189,16 @@ class PrincipalMapper:
 
 
 class TlsServer:
-    """A TLS listener: accepts sockets itself and runs ``loop.connect_accepted_socket(ssl=...)``
-    per connection, which raises when the handshake fails (``create_server(ssl=...)`` swallows
-    the failure, and uvloop's ``start_tls`` on an accepted transport loses early bytes).  Offers
-    the ``close``/``wait_closed``/``sockets`` surface of an asyncio server."""
+    """A TLS listener: accepts sockets itself and hands each to the listener's TLS thread
+    (``offload``), or runs ``loop.connect_accepted_socket(ssl=...)`` per connection, which raises
+    when the handshake fails (``create_server(ssl=...)`` swallows the failure, and uvloop's
+    ``start_tls`` on an accepted transport loses early bytes).  Offers the
+    ``close``/``wait_closed``/``sockets`` surface of an asyncio server."""
 
-    # TLS on a thread of the listener's own (broker/security/tls_thread.py); False runs it on the
-    # loop through uvloop's/asyncio's SSL protocol, as before issue 24 (kept for comparison).
-    offload = True
+    # True: TLS on a thread of the listener's own (broker/security/tls_thread.py); False (the
+    # default, the faster on a small machine: see the module's docstring): the loop's SSL protocol.
+    # bench/security.py --tls-path loop|thread|both compares them.
+    offload = False
 
     def __init__(self, loop, context: ssl.SSLContext, listener, make_connection) -> None:
         self.loop = loop
@@ -233,6 +239,9 @@ class TlsServer:
             except OSError as exc:  # e.g. EMFILE: keep serving the others
                 log.warning("accept on listener %s failed: %s", self.listener.name, exc)
                 await asyncio.sleep(0.1)
+                continue
+            if self._worker is not None:  # the listener's TLS thread does the handshake and the rest
+                self._worker.add(conn, address)
                 continue
             task = self.loop.create_task(self._handshake(conn, address))
             self._handshakes.add(task)

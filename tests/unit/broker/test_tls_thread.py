@@ -8,6 +8,7 @@ import asyncio
 import logging
 import socket
 import ssl
+import time
 
 import pytest
 
@@ -225,3 +226,97 @@ async def test_stopping_the_worker_ends_its_connections(certs):
     assert await asyncio.wait_for(proto.lost, 10) is None
     assert await asyncio.wait_for(reader.read(), 10) == b""
     writer.close()
+
+
+@pytest.mark.parametrize("offload", [True, False])
+async def test_the_tls_server_hands_connections_to_its_thread_when_offloading(certs, offload, monkeypatch):
+    # TlsServer started a worker but once never gave it a connection: every TLS connection ran on
+    # the loop while the thread idled.  Both paths must serve, each through its own transport.
+    from minikafka.broker.security.tls import TlsServer
+    from minikafka.broker.security.tls_thread import ThreadTlsTransport
+
+    class Either(Recorder):  # the loop's SSL transport fills a buffer of the protocol's
+        buffer = memoryview(bytearray(65536))
+
+        def get_buffer(self, sizehint):
+            return self.buffer
+
+        def buffer_updated(self, nbytes):
+            self.data_received(self.buffer[:nbytes])
+
+    monkeypatch.setattr(TlsServer, "offload", offload)
+    loop = asyncio.get_running_loop()
+    made: asyncio.Queue = asyncio.Queue()
+    server = TlsServer(loop, server_context(certs), Listener(), lambda: Either(made))
+    await server.start("127.0.0.1", 0)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_context(certs, "alice"),
+                                                      server_hostname="127.0.0.1")
+        proto = await asyncio.wait_for(made.get(), 10)
+        assert isinstance(proto.transport, ThreadTlsTransport) is offload
+        cert = proto.transport.get_extra_info("ssl_object").getpeercert()
+        assert dict(x[0] for x in cert["subject"])["commonName"] == "alice"
+        writer.write(b"ping")
+        assert await asyncio.wait_for(reader.readexactly(4), 10) == b"PING"
+        writer.close()
+        await asyncio.wait_for(proto.lost, 10)
+    finally:
+        server.close()
+        await server.wait_closed()
+    if offload:
+        assert not server._worker.alive()
+
+
+async def test_a_loop_that_is_behind_stops_the_thread_reading_and_nothing_is_lost(certs):
+    # The thread hands at most _AHEAD decrypted buffers of a connection to the loop before the loop
+    # has read them; then it leaves the socket unread (TCP holds the client back) and reads on
+    # when the loop catches up.  Here the loop is held in the first data_received until the
+    # thread has stalled; every byte still arrives, in order.
+    from minikafka.broker.security import tls_thread
+
+    seen_stalled = []
+
+    class Slow(Recorder):
+        def data_received(self, data) -> None:
+            if not seen_stalled:
+                conn = self.transport._conn
+                deadline = time.monotonic() + 10
+                while not conn.stalled and time.monotonic() < deadline:
+                    time.sleep(0.01)  # the loop is busy: the thread runs on
+                seen_stalled.append(conn.stalled)
+            self.data += data
+
+    loop = asyncio.get_running_loop()
+    made: asyncio.Queue = asyncio.Queue()
+    worker = TlsWorker(loop, server_context(certs), Listener(), lambda: Slow(made))
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(16)
+    payload = bytes(range(256)) * (4 * tls_thread._AHEAD * tls_thread.READ_BYTES // 256)
+
+    def client() -> None:
+        raw = socket.create_connection(lsock.getsockname(), timeout=30)
+        with client_context(certs).wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            tls.sendall(payload)
+            tls.recv(1)  # until the server closes
+
+    try:
+        sending = loop.run_in_executor(None, client)
+        conn, addr = await loop.run_in_executor(None, lsock.accept)
+        worker.add(conn, addr)
+        proto = await asyncio.wait_for(made.get(), 10)
+        deadline = loop.time() + 30
+        while len(proto.data) < len(payload) and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        assert seen_stalled == [True]
+        assert proto.data == payload
+        proto.transport.close()
+        await asyncio.wait_for(sending, 10)
+    finally:
+        lsock.close()
+        worker.stop()
+        for _ in range(200):
+            if not worker.alive():
+                break
+            await asyncio.sleep(0.01)
