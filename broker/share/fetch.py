@@ -132,6 +132,13 @@ class ShareFetchManager:
             self.sessions.close(session.group_id, session.member_id)
         self._settings.pop(group_id, None)
 
+    def forget_topic(self, topic_id: uuid.UUID) -> None:
+        """The topic is gone (deleted, perhaps re-created under its name with a new id): its share
+        partitions leave the cache, their locks cancelled, as Kafka drops a deleted partition's
+        share partitions (the share coordinator tombstones their state)."""
+        for key in [k for k in self.partitions if k[1] == topic_id]:
+            self.partitions.pop(key).close()
+
     def connection_lost(self, connection) -> None:
         for session in self.sessions.of_connection(connection):
             self.sessions.close(session.group_id, session.member_id)
@@ -224,6 +231,7 @@ def _resolve(broker, mgr: ShareFetchManager, group_id: str, topic_id, index: int
     controller = broker.controller
     info = controller.topic_by_id(topic_id) if topic_id not in (None, ZERO_UUID) else None
     if info is None:
+        mgr.forget_topic(topic_id)
         return _Target(topic_id, None, index, ErrorCode.UNKNOWN_TOPIC_ID)
     if not 0 <= index < info.num_partitions:
         return _Target(topic_id, info.name, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
