@@ -14,9 +14,12 @@ ShareFetch, in Kafka's order:
 3. Records are acquired from the session's partitions (``partition.SharePartition``): the log is read
    from each share partition's next fetch offset up to the high watermark (read_committed: the last
    stable offset), ``MaxBytes`` (capped by ``fetch.max.bytes``) shared evenly between the partitions
-   that can acquire, and at most about ``MaxRecords`` records acquired in ranges of ``BatchSize``.
-   The records of the batches that hold acquired offsets are returned as the log has them (clients
-   keep only the acquired offsets).
+   that can acquire, and at most about ``MaxRecords`` records acquired in ranges of ``BatchSize``,
+   the partitions taken in Kafka's round-robin order (rotated by the session epoch).  Share
+   partitions the request itself loads become acquirable one at a time, as Kafka's background
+   initialization makes them: the answer has the first of them with records (and those loaded
+   before it), the others come with the next fetch.  The records of the batches that hold acquired
+   offsets are returned as the log has them (clients keep only the acquired offsets).
 4. Long poll: with nothing acquired, the request waits up to ``MaxWaitMs``, woken by an append to one
    of its partitions or by records becoming available again (release, lock timeout, member leave).
 
