@@ -8,9 +8,10 @@ compared with Apache Kafka 4.2.
   500 (``max.poll.records``), MaxBytes 52428800 (``fetch.max.bytes``), MaxWaitMs 500.
 - Loaded partitions are acquired together, in Kafka's round-robin order: a fetch of session epoch N
   over n partitions starts at the (N mod n)-th, so a small MaxRecords goes to each in turn.  Kafka
-  rotates its session's partitions, kept in the hash order of a map (random with the topic id);
-  minikafka rotates them in the order the session received them, so which partition comes first at
-  a given epoch may differ, and is not compared.
+  rotates its session's partitions in the order it keeps them, which is not the request's (requested
+  0, 1, 2, one run answered epochs 1, 2, 3 with p1, p0, p2: kept as p2, p1, p0; presumably a hash
+  order); minikafka rotates them in the order the session received them, so which partition comes
+  first at a given epoch may differ, and is not compared.
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ def share_fetch_rotation_loaded_partitions(ctx):
         produce(ctx, topic, p, batch(b"a%d" % p, b"b%d" % p))
     for p in range(3):
         produce(ctx, topic, p, batch(b"c%d" % p, b"d%d" % p))
-    # Which partition comes first at an epoch depends on the order of Kafka's session (the hash order
-    # of its partition map, random with the topic id): compared is that exactly one partition gets
+    # Which partition comes first at an epoch depends on the order of Kafka's session (not the
+    # request's; see the module docstring): compared is that exactly one partition gets
     # the two records at each epoch, and the last fetch shows each was served once in the three.
     for epoch in (1, 2, 3):
         ctx.call(78, 1, _v1(fetch_body(group, m, epoch, **dict(LIBRDKAFKA, max_records=2, batch_size=2))),
