@@ -36,8 +36,10 @@ only when the member has no live session (``ShareFetchManager.member_left``).
 Not done (differences a client could see): no quotas (``ThrottleTimeMs`` 0), ``NodeEndpoints`` and
 ``CurrentLeader`` stay at their defaults (one node, always the leader), ``MaxBytes`` is shared evenly
 between the partitions of one request (Kafka's uniform strategy) without Kafka's per-partition
-fetch lock across concurrent requests (the loop serialises them instead), and records of forgotten
-partitions are not released before their session ends or their locks expire.
+fetch lock across concurrent requests (the loop serialises them instead), records of forgotten
+partitions are not released before their session ends or their locks expire, and the round-robin
+rotation goes over the session's partitions in the order the session got them (Kafka keeps them in
+another order, so the first partition at a given epoch can differ).
 """
 
 from __future__ import annotations
