@@ -13,8 +13,8 @@ python3 "$HERE/bench/suites/brokers.py" start "$RUN" --node-id 1 --schema-regist
   --override num.partitions=3 --override auto.create.topics.enable=true \
   --override authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer \
   --override allow.everyone.if.no.acl.found=true \
-  --kafka-override group.share.record.lock.duration.ms=1000 \
-  --kafka-override group.share.min.record.lock.duration.ms=1000 || exit 1
+  --override group.share.record.lock.duration.ms=1000 \
+  --override group.share.min.record.lock.duration.ms=1000 || exit 1
 . "$RUN/ports.env"
 for side in mk:$MK_PORT kafka:$KAFKA_PORT; do
   name=${side%%:*}; port=${side#*:}

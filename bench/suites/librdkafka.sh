@@ -15,7 +15,7 @@ python3 "$HERE/bench/suites/brokers.py" start "$RUN" --node-id 1 \
   --override authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer \
   --override allow.everyone.if.no.acl.found=true \
   --kafka-override broker.rack=RACK1 \
-  --kafka-override group.share.min.record.lock.duration.ms=1000 || exit 1
+  --override group.share.min.record.lock.duration.ms=1000 || exit 1
 . "$RUN/ports.env"
 for side in mk:$MK_PORT kafka:$KAFKA_PORT; do
   name=${side%%:*}; port=${side#*:}

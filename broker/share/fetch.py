@@ -14,9 +14,12 @@ ShareFetch, in Kafka's order:
 3. Records are acquired from the session's partitions (``partition.SharePartition``): the log is read
    from each share partition's next fetch offset up to the high watermark (read_committed: the last
    stable offset), ``MaxBytes`` (capped by ``fetch.max.bytes``) shared evenly between the partitions
-   that can acquire, and at most about ``MaxRecords`` records acquired in ranges of ``BatchSize``.
-   The records of the batches that hold acquired offsets are returned as the log has them (clients
-   keep only the acquired offsets).
+   that can acquire, and at most about ``MaxRecords`` records acquired in ranges of ``BatchSize``,
+   the partitions taken in Kafka's round-robin order (rotated by the session epoch).  Share
+   partitions the request itself loads become acquirable one at a time, as Kafka's background
+   initialization makes them: the answer has the first of them with records (and those loaded
+   before it), the others come with the next fetch.  The records of the batches that hold acquired
+   offsets are returned as the log has them (clients keep only the acquired offsets).
 4. Long poll: with nothing acquired, the request waits up to ``MaxWaitMs``, woken by an append to one
    of its partitions or by records becoming available again (release, lock timeout, member leave).
 
@@ -33,8 +36,10 @@ only when the member has no live session (``ShareFetchManager.member_left``).
 Not done (differences a client could see): no quotas (``ThrottleTimeMs`` 0), ``NodeEndpoints`` and
 ``CurrentLeader`` stay at their defaults (one node, always the leader), ``MaxBytes`` is shared evenly
 between the partitions of one request (Kafka's uniform strategy) without Kafka's per-partition
-fetch lock across concurrent requests (the loop serialises them instead), and records of forgotten
-partitions are not released before their session ends or their locks expire.
+fetch lock across concurrent requests (the loop serialises them instead), records of forgotten
+partitions are not released before their session ends or their locks expire, and the round-robin
+rotation goes over the session's partitions in the order the session got them (Kafka keeps them in
+another order, so the first partition at a given epoch can differ).
 """
 
 from __future__ import annotations
@@ -132,6 +137,13 @@ class ShareFetchManager:
             self.sessions.close(session.group_id, session.member_id)
         self._settings.pop(group_id, None)
 
+    def forget_topic(self, topic_id: uuid.UUID) -> None:
+        """The topic is gone (deleted, perhaps re-created under its name with a new id): its share
+        partitions leave the cache, their locks cancelled, as Kafka drops a deleted partition's
+        share partitions (the share coordinator tombstones their state)."""
+        for key in [k for k in self.partitions if k[1] == topic_id]:
+            self.partitions.pop(key).close()
+
     def connection_lost(self, connection) -> None:
         for session in self.sessions.of_connection(connection):
             self.sessions.close(session.group_id, session.member_id)
@@ -213,30 +225,45 @@ def _read_batches(plog, offset: int, max_bytes: int, upper: int, stop_at: int | 
 
 
 class _Target:
-    __slots__ = ("topic_id", "name", "index", "error", "sp", "plog")
+    __slots__ = ("topic_id", "name", "index", "error", "sp", "plog", "fresh")
 
-    def __init__(self, topic_id, name, index, error=NONE, sp=None, plog=None):
+    def __init__(self, topic_id, name, index, error=NONE, sp=None, plog=None, fresh=False):
         self.topic_id, self.name, self.index, self.error, self.sp, self.plog = topic_id, name, index, error, sp, plog
+        self.fresh = fresh  # the share partition was loaded by this request (Kafka: still initializing)
 
 
 def _resolve(broker, mgr: ShareFetchManager, group_id: str, topic_id, index: int, create: bool = True) -> _Target:
     controller = broker.controller
     info = controller.topic_by_id(topic_id) if topic_id not in (None, ZERO_UUID) else None
     if info is None:
+        mgr.forget_topic(topic_id)
         return _Target(topic_id, None, index, ErrorCode.UNKNOWN_TOPIC_ID)
     if not 0 <= index < info.num_partitions:
         return _Target(topic_id, info.name, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    fresh = False
     try:
         plog = controller.log(info.name, index)
-        sp = mgr.partition(group_id, info.name, topic_id, index) if create else \
-            mgr.existing(group_id, topic_id, index)
+        sp = mgr.existing(group_id, topic_id, index)
+        if sp is None and create:
+            sp = mgr.partition(group_id, info.name, topic_id, index)
+            fresh = True
     except ShareError as exc:
         return _Target(topic_id, info.name, index, exc.code)
     except KafkaError as exc:
         return _Target(topic_id, info.name, index, exc.code)
     if sp is None:
         return _Target(topic_id, info.name, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    return _Target(topic_id, info.name, index, NONE, sp, plog)
+    return _Target(topic_id, info.name, index, NONE, sp, plog, fresh)
+
+
+def rotate(items: list, session_epoch: int) -> list:
+    """Kafka's round-robin partition rotation: a share fetch of session epoch N >= 1 over n partitions
+    starts at the (N mod n)-th one, so that MaxRecords does not always go to the same partitions first."""
+    n = len(items)
+    if n < 2 or session_epoch < 1:
+        return items
+    k = session_epoch % n
+    return items[k:] + items[:k] if k else items
 
 
 def _authorized_topics(ctx, topic_ids) -> set:
@@ -345,7 +372,8 @@ async def handle_share_fetch(ctx, body: dict) -> dict:
     for tp in wanted:
         if tp[0] not in allowed:
             entry(tp)["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    fetchable = [tp for tp in wanted if tp[0] in allowed]
+    # Kafka rotates the session's partitions by the session epoch (round robin) before acquiring.
+    fetchable = rotate([tp for tp in wanted if tp[0] in allowed], epoch)
     targets = []
     for tp in fetchable:
         target = _resolve(broker, mgr, group_id, tp[0], tp[1])
@@ -367,13 +395,23 @@ async def handle_share_fetch(ctx, body: dict) -> dict:
     min_bytes = body.get("min_bytes", 1)
     waiting = max_wait_ms > 0 and bool(targets) and not any_error
 
-    def attempt() -> int:
+    def attempt(among=targets) -> int:
         # Kafka's delayed share fetch acquires once MinBytes are there to acquire (or at the deadline).
-        if waiting and min_bytes > 1 and _acquirable_bytes(targets, settings, min_bytes) < min_bytes:
+        if waiting and min_bytes > 1 and _acquirable_bytes(among, settings, min_bytes) < min_bytes:
             return 0
-        return _acquire_all(mgr, member_id, targets, entry, max_records, batch_size, mode, budget, settings)
+        return _acquire_all(mgr, member_id, among, entry, max_records, batch_size, mode, budget, settings)
 
-    acquired = attempt()
+    # Share partitions this request loaded become acquirable one at a time, in the request's order:
+    # Kafka initializes them in the background (a read of the share state each) and its delayed
+    # share fetch completes as soon as one that finished has records, with the partitions ready by
+    # then.  So a consumer's first fetch over partitions that all hold records gets the first one's.
+    ready = [t for t in targets if not t.fresh]
+    acquired = attempt(ready) if ready else 0
+    for t in targets:
+        if acquired or not t.fresh:
+            continue
+        t.fresh = False
+        acquired = attempt([u for u in targets if not u.fresh])
     if not acquired and waiting:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000.0
@@ -391,7 +429,8 @@ async def handle_share_fetch(ctx, body: dict) -> dict:
                 break  # the session was closed or replaced meanwhile
             acquired = attempt()
     for t in targets:
-        entry((t.topic_id, t.index))
+        if not t.fresh:  # one still loading is not in Kafka's answer (its fetch did not include it)
+            entry((t.topic_id, t.index))
     return _response(results, lock_ms, full=full, wanted=wanted, acked=set(acks))
 
 

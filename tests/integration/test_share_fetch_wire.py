@@ -306,3 +306,46 @@ def test_member_leave_releases_at_once_only_without_a_live_session(kafka):
         asyncio.run_coroutine_threadsafe(drop_session(), kafka._loop).result(10)
         leave("n")
         assert _acquired(_fetch(c, group, "o", 0, tid, wait=2000)) == [(1, 1, 3), (2, 2, 2)]
+
+
+def _earliest(c: RawClient, group: str) -> None:
+    r = c.request(44, 1, {"resources": [{"resource_type": 32, "resource_name": group, "configs": [
+        {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}], "validate_only": False})
+    assert r["responses"][0]["error_code"] == 0
+
+
+def _by_partition(r) -> dict[int, list[tuple[int, int, int]]]:
+    return {p["partition_index"]: [(a["first_offset"], a["last_offset"], a["delivery_count"]) for a in p["acquired_records"]]
+            for t in r["responses"] for p in t["partitions"]}
+
+
+def test_a_fetch_that_loads_share_partitions_acquires_from_the_first_with_records(kafka):
+    """As Kafka 4.2 (its share partitions load in the background, the fetch completes with the first
+    one loaded): the first fetch over two partitions that hold records answers the first only, the
+    next fetch the other (librdkafka's test 0179 relies on it); conformance: share_fetch_rotation."""
+    topic, group = _names()
+    with RawClient(_port(kafka)) as c:
+        tid = _topic(c, topic, partitions=3)
+        _produce(c, topic, b"a", b"b", b"c", partition=1)
+        _produce(c, topic, b"d", b"e", partition=2)
+        _earliest(c, group)
+        first = _fetch(c, group, "m1", 0, tid, partitions=(0, 1, 2), wait=2000)
+        # Partition 0 (empty) and 1 were loaded when the fetch completed; partition 2 is not in the answer.
+        assert _by_partition(first) == {0: [], 1: [(0, 2, 1)]}
+        assert _by_partition(_fetch(c, group, "m1", 1, None, wait=2000)) == {2: [(0, 1, 1)]}
+        # Loaded partitions answer together from now on.
+        _produce(c, topic, b"f", partition=1)
+        _produce(c, topic, b"g", partition=2)
+        assert _by_partition(_fetch(c, group, "m1", 2, None, wait=2000)) == {1: [(3, 3, 1)], 2: [(2, 2, 1)]}
+
+
+def test_max_records_goes_to_the_partitions_in_turn_by_session_epoch(kafka):
+    topic, group = _names()
+    with RawClient(_port(kafka)) as c:
+        tid = _topic(c, topic, partitions=3)
+        _fetch(c, group, "m1", 0, tid, partitions=(0, 1, 2))  # loads the three share partitions (latest: 0)
+        for p in range(3):
+            for _ in range(2):
+                _produce(c, topic, b"x", b"y", partition=p)
+        got = [_by_partition(_fetch(c, group, "m1", epoch, None, max_records=2)) for epoch in (1, 2, 3)]
+        assert got == [{1: [(0, 1, 1)]}, {2: [(0, 1, 1)]}, {0: [(0, 1, 1)]}]

@@ -17,6 +17,8 @@ as Kafka's share coordinator skips them.
 
 from __future__ import annotations
 
+import functools
+
 import struct
 import uuid
 from dataclasses import dataclass, field
@@ -63,7 +65,9 @@ class ShareValue:
     write_timestamp: int = 0
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def encode_key(kind: int, key: StateKey) -> bytes:
+    """The record key (the same bytes for every write of a share partition: kept, not re-encoded)."""
     return _I16.pack(kind) + bytes(codec.encode_data(_NAMES[kind] + "Key", 0, {
         "group_id": key.group_id, "topic_id": key.topic_id, "partition": key.partition}))
 

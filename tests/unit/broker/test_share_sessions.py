@@ -43,3 +43,14 @@ def test_reopening_replaces_and_the_limit_refuses_new_sessions():
     assert err.value.code == SHARE_SESSION_LIMIT_REACHED == 133
     assert [s.member_id for s in cache.of_connection("conn")] == ["b"]
     assert sorted(s.member_id for s in cache.of_group("g")) == ["a", "b"]
+
+
+def test_partitions_rotate_round_robin_by_session_epoch():
+    from minikafka.broker.share.fetch import rotate
+
+    parts = ["p0", "p1", "p2"]
+    assert rotate(parts, 0) == parts and rotate(parts, -1) == parts  # opening and closing fetches
+    assert rotate(parts, 1) == ["p1", "p2", "p0"]
+    assert rotate(parts, 2) == ["p2", "p0", "p1"]
+    assert rotate(parts, 3) == parts
+    assert rotate(["only"], 7) == ["only"] and rotate([], 5) == []
