@@ -34,5 +34,5 @@ HANDLER_MODULES: list[str] = [
     "minikafka.broker.handlers.kraft_membership",
     "minikafka.broker.handlers.config_resources",
     "minikafka.broker.handlers.write_txn_markers",
-    "minikafka.broker.share.fetch",  # ShareFetch/ShareAcknowledge (issue 21)
+    "minikafka.broker.share.fetch_apis",  # ShareFetch/ShareAcknowledge (issue 21), served by share.fetch
 ]

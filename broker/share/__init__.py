@@ -16,4 +16,8 @@ The group side (membership and assignment, in the group coordinator's shards ove
 * ``records``       - the six share-group record types in ``__consumer_offsets`` (key versions 10-15).
 * ``apis``          - the ShareGroupHeartbeat (76) and ShareGroupDescribe (77) handlers, ``share.version``.
 * ``operator``      - what the CLI, /metrics, the console and the control API show of share groups.
+
+The share partitions: ``partition`` (record states, locks), ``fetch_sessions``, ``fetch`` (the
+ShareFetch/ShareAcknowledge handlers), registered at start by ``fetch_apis``, which loads ``fetch``
+with the first of those requests.
 """

@@ -57,8 +57,6 @@ from .partition import BATCH_OPTIMIZED, LogBatch, SharePartition, ShareSettings,
 
 log = logging.getLogger("minikafka.share.fetch")
 
-SHARE_FETCH = 78
-SHARE_ACKNOWLEDGE = 79
 NONE = ErrorCode.NONE
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -577,11 +575,6 @@ async def handle_share_acknowledge(ctx, body: dict) -> dict:
     if lock_ms is not None:
         out["acquisition_lock_timeout_ms"] = lock_ms
     return out
-
-
-def register(registry, broker) -> None:
-    registry.register(SHARE_FETCH, 1, 2, handle_share_fetch)
-    registry.register(SHARE_ACKNOWLEDGE, 1, 2, handle_share_acknowledge)
 
 
 async def stop(broker) -> None:

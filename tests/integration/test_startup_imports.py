@@ -59,6 +59,8 @@ NOT_FOR_SERVING = (
     # validates their settings (broker/share/settings.py, broker/streams/settings.py).
     "minikafka.broker.share.group_manager", "minikafka.broker.share.group", "minikafka.broker.streams.manager",
     "minikafka.broker.streams.topology", "minikafka.broker.streams.assignor",
+    # The share partitions and sessions load with the first ShareFetch/ShareAcknowledge.
+    "minikafka.broker.share.fetch", "minikafka.broker.share.partition", "minikafka.broker.share.fetch_sessions",
 )
 
 
