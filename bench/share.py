@@ -1,6 +1,9 @@
 """Share groups (KIP-932) on minikafka beside Apache Kafka 4.2 in the same run.
 
-    .venv/bin/python bench/share.py [--records 100000] [--runs 1] [--only minikafka|kafka]
+    .venv/bin/python bench/share.py [--records 100000] [--only minikafka|kafka]
+
+A minikafka run consumes 100,000 records in 0.1-0.2 s, too short a window for a steady ratio of 4
+consumers to 1: use ``--records 1000000`` (the producer waits whenever librdkafka's local queue is full).
 
 For each broker (started afresh, one after the other, same settings where both have them):
 
@@ -127,6 +130,20 @@ def _start_at_zero(port: int, group: str, topic: str, partitions: int = 1) -> No
             time.sleep(0.2)
 
 
+def _produce(producer, topic: str, n: int) -> None:
+    """``n`` records; a full local queue (librdkafka's 100,000 messages by default) waits for the
+    broker's answers, so ``--records`` may exceed it (a longer, steadier measuring window)."""
+    for _ in range(n):
+        while True:
+            try:
+                producer.produce(topic, VALUE)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+    producer.flush(120)
+
+
 def share_throughput(broker, n: int, consumers: int) -> dict:
     """The consumers join and are made ready (each got a sentinel: assigned, share partition
     started), stop polling while ``n`` records are produced, then poll again: records/s from the
@@ -141,10 +158,7 @@ def share_throughput(broker, n: int, consumers: int) -> dict:
     _ready(producer, topic, cs)
     for c in cs:
         c.poll(0.1)  # accepts the sentinels (implicit acknowledgement)
-    for _ in range(n):
-        producer.produce(topic, VALUE)
-        producer.poll(0)
-    producer.flush(60)
+    _produce(producer, topic, n)
     counts = [0] * consumers
     total = [0]
     first = [None]
@@ -188,12 +202,12 @@ def classic_throughput(bootstrap: str, n: int) -> dict:
     topic = f"cb-{uuid.uuid4().hex[:8]}"
     _topic(bootstrap, topic)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.num.messages": BATCH})
-    for _ in range(n):
-        producer.produce(topic, VALUE)
-        producer.poll(0)
-    producer.flush(60)
+    _produce(producer, topic, n)
+    # fetch.queue.backoff.ms: librdkafka >= 2.2 stops fetching for 1 s (its default) once its local
+    # queue holds queued.min.messages (100,000) records, which a broker that answers faster than the
+    # application polls reaches: with 1,000,000 records that pause, not the broker, set the rate.
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"cb-g-{uuid.uuid4().hex[:8]}",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": True})
+                  "auto.offset.reset": "earliest", "enable.auto.commit": True, "fetch.queue.backoff.ms": 1})
     c.subscribe([topic])
     got = 0
     began = None
