@@ -134,7 +134,7 @@ class LongPoll:
 
 
 class AppendWaiters:
-    """Futures waiting for an append to any of a set of (topic, partition) keys."""
+    """Long polls (``until``) waiting for an append to any of a set of (topic, partition) keys."""
 
     def __init__(self) -> None:
         self._by_key: dict[tuple[str, int], set[asyncio.Future]] = {}
@@ -143,12 +143,6 @@ class AppendWaiters:
         self.woken = 0
         # Long polls resolved while a request is being handled (hold): resumed at its end.
         self._held: list[LongPoll] | None = None
-
-    def wait(self, keys: Iterable[tuple[str, int]], loop: asyncio.AbstractEventLoop) -> asyncio.Future:
-        fut = loop.create_future()
-        for key in keys:
-            self._by_key.setdefault(key, set()).add(fut)
-        return fut
 
     def discard(self, keys: Iterable[tuple[str, int]], fut: asyncio.Future) -> None:
         for key in keys:

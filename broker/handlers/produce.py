@@ -48,6 +48,8 @@ from minikafka.protocol.errors import CloseConnection, CorruptRecordError, Error
 from minikafka.protocol.records import TRANSACTIONAL_BIT, set_max_timestamp, set_partition_leader_epoch
 from minikafka.protocol.validation import BatchRejected, ValidationRules, validate_batch
 
+from ..security import authorizer as az
+
 log = logging.getLogger("minikafka.produce")
 
 API_KEY = 0
@@ -239,25 +241,10 @@ def _has_transactional_records(topics: list) -> bool:
     return False
 
 
-_AUTHORIZER = None
-
-
-def _authorizer():
-    """broker.security.authorizer, imported on first use (not at start-up) and kept: an import
-    statement per produce costs more than the rest of the common case's checks."""
-    global _AUTHORIZER
-    if _AUTHORIZER is None:
-        from minikafka.broker.security import authorizer
-
-        _AUTHORIZER = authorizer
-    return _AUTHORIZER
-
-
 def authorize_produce(ctx, body: dict) -> list:
     """Kafka's Produce checks: transactional batches need WRITE on the request's transactional id
     (none, or denied: every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then WRITE per
     topic (TOPIC_AUTHORIZATION_FAILED)."""
-    az = _authorizer()
     topics = body.get("topic_data") or []
     if _transactional_id_denied(ctx, body):
         denied, body["topic_data"] = topics, []
@@ -280,7 +267,6 @@ def _transactional_id_denied(ctx, body: dict) -> bool:
     refuses them otherwise, with or without an authorizer (KafkaApis checks it first)."""
     if not _has_transactional_records(body.get("topic_data") or []):
         return False
-    az = _authorizer()
     txn = body.get("transactional_id")
     return txn is None or (az.enabled(ctx.broker) and not az.authorize(ctx, az.WRITE, az.TRANSACTIONAL_ID, txn))
 

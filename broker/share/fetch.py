@@ -201,14 +201,11 @@ def _read_batches(plog, offset: int, max_bytes: int, upper: int, stop_at: int | 
     """(LogBatch, view) of the whole batches from the one holding ``offset`` up to ``upper``, within
     ``max_bytes``; headers are parsed only up to the batch holding ``stop_at`` (the last offset the
     acquisition can use: no need to look at 50 MB of batches to acquire 500 records)."""
-    chunks = plog.read(offset, max(max_bytes, 0), upper)
     out = []
-    for chunk in chunks:
-        if out and stop_at is not None and out[-1][0].last_offset >= stop_at:
-            break
+    for chunk in plog.read(offset, max(max_bytes, 0), upper):
         for pos, h in rec.iter_batches(chunk):
             if out and stop_at is not None and out[-1][0].last_offset >= stop_at:
-                break
+                return out
             view_ = chunk[pos:pos + h.size]
             abort = False
             if h.is_control:

@@ -1,5 +1,7 @@
 import asyncio
 
+import pytest
+
 from minikafka.broker.config import BrokerConfig
 from minikafka.broker.server import AppendWaiters, Broker
 
@@ -85,12 +87,17 @@ async def test_log_cleaner_enable_false_stops_the_cleaner():
 async def test_append_waiters_wake_only_matching_keys():
     loop = asyncio.get_running_loop()
     waiters = AppendWaiters()
-    a = waiters.wait([("t", 0), ("t", 1)], loop)
-    b = waiters.wait([("u", 0)], loop)
+    a = loop.create_task(waiters.until([("t", 0), ("t", 1)], loop, 30))
+    b = loop.create_task(waiters.until([("u", 0)], loop, 30))
+    await asyncio.sleep(0)  # both parked
+    assert len(waiters) == 3
     waiters.notify(("t", 1))
-    assert a.done() and not b.done()
-    waiters.discard([("t", 0), ("t", 1)], a)
-    waiters.discard([("u", 0)], b)
+    await asyncio.wait_for(a, 5)
+    assert not b.done()
+    assert len(waiters) == 1  # a's other key is discarded when it ends
+    b.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await b
     assert len(waiters) == 0
     waiters.notify(("u", 0))  # nobody waiting: no error
 
