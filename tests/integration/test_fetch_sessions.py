@@ -120,17 +120,19 @@ def test_java_consumers_keep_consuming_across_session_evictions(tmp_path, java_c
     # from each other, so each gets FETCH_SESSION_ID_NOT_FOUND and starts over with a full fetch.
     # The big consumer opens its session first; the small one starts while it runs: it can only
     # take the slot when the big session has been idle for 100 ms (during a 200 ms long poll),
-    # and the big one takes it back at once (it is bigger).
+    # and the big one takes it back at once (it is bigger).  The big one runs 30 rounds (~10 s) so
+    # that it is still consuming whenever the small one's JVM gets going on a busy machine (with
+    # 12 rounds it once finished first in the whole suite: no eviction to see).
     broker = BrokerProcess(tmp_path, {"max.incremental.fetch.session.cache.slots": 1,
                                       "fetch.session.eviction.ms": 100}, extra_args=("--log-level", "DEBUG"))
     try:
-        big = java_consumer(java_classes, broker, "evict-big", 60, 12)
+        big = java_consumer(java_classes, broker, "evict-big", 60, 30)
         deadline = time.monotonic() + 60
         while not re.search(r"fetch session \d+ created with 60 partitions", broker.read_log()):
             assert big.poll() is None and time.monotonic() < deadline, "the big consumer opened no session"
             time.sleep(0.1)
         small = java_consumer(java_classes, broker, "evict-small", 6, 5)
-        finish(big, 36)
+        finish(big, 90)
         finish(small, 15)
         log = broker.read_log()
         assert incremental_lines(log), log[-3000:]
